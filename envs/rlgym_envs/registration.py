@@ -1,0 +1,7 @@
+"""Registers the built-in envs; run through the `rlgym_llm.envs` entry point. Imports no env module."""
+
+from rlgym_llm import register
+
+
+def register_envs() -> None:
+    register("rlgym/Math-v0", "rlgym_envs.math.env:MathEnv", max_turns=6)

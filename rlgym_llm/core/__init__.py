@@ -1,0 +1,64 @@
+"""The vocabulary every room shares: types, the Env base, spaces, tools, registry, checker, errors."""
+
+
+from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.errors import (
+    ConfigError,
+    EnvCheckError,
+    MalformedActionError,
+    MissingDependencyError,
+    RegistrationError,
+    RlgymError,
+    UnknownEnvError,
+)
+from rlgym_llm.core.registry import ENTRY_POINT_GROUP, list_envs, load_plugins, make, register, spec
+from rlgym_llm.core.spaces import ActionSpace, ChatSpace
+from rlgym_llm.core.tools import Tool, ToolError, parse_call
+from rlgym_llm.core.types import (
+    AssistantTurn,
+    Failure,
+    FailureKind,
+    Message,
+    Messages,
+    StepSignals,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    Turn,
+)
+from rlgym_llm.core.wrappers import TurnLimit
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ActionSpace",
+    "AssistantTurn",
+    "ChatSpace",
+    "ConfigError",
+    "Env",
+    "EnvCheckError",
+    "Failure",
+    "FailureKind",
+    "MalformedActionError",
+    "Message",
+    "Messages",
+    "MissingDependencyError",
+    "RegistrationError",
+    "RlgymError",
+    "Step",
+    "StepSignals",
+    "Task",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolSpec",
+    "Trajectory",
+    "Turn",
+    "TurnLimit",
+    "UnknownEnvError",
+    "list_envs",
+    "load_plugins",
+    "make",
+    "parse_call",
+    "register",
+    "spec",
+]

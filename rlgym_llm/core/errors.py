@@ -1,0 +1,74 @@
+"""The project's error tree: small, and every message says what to do next.
+
+API misuse raises at once. Model mistakes (malformed tool calls, bad arguments) are not errors:
+envs turn them into error observations, and the rollout manager records infrastructure failures
+as data on the trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class RlgymError(Exception):
+    """Base class of every error raised by rlgym-llm."""
+
+
+class UnknownEnvError(RlgymError, KeyError):
+    """`make()` or `spec()` was given an id that is not registered."""
+
+    def __init__(self, env_id: str, known: Iterable[str]):
+        import difflib
+
+        known = sorted(known)
+        close = difflib.get_close_matches(env_id, known, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(
+            f"No environment registered as {env_id!r}.{hint} "
+            f"Run `rlgym envs` (or `rlgym_llm.list_envs()`) to see the {len(known)} registered ids; "
+            "a third-party package registers its envs through the `rlgym_llm.envs` entry-point group."
+        )
+        self.env_id = env_id
+
+    def __str__(self) -> str:  # KeyError would otherwise print the message quoted
+        return str(self.args[0])
+
+
+class RegistrationError(RlgymError, ValueError):
+    """`register()` was called with a bad id or entry point."""
+
+
+class MissingDependencyError(RlgymError, ImportError):
+    """An optional extra is needed for this feature but is not installed."""
+
+    def __init__(self, package: str, extra: str, feature: str):
+        super().__init__(
+            f"{feature} needs `{package}`, which is not installed. "
+            f"Install it with `pip install 'rlgym-llm[{extra}]'`."
+        )
+
+
+class EnvCheckError(RlgymError, AssertionError):
+    """`check_env()` found one or more contract violations; all are listed."""
+
+    def __init__(self, env_id: str, failures: list[str]):
+        self.env_id = env_id
+        self.failures = list(failures)
+        lines = "\n".join(f"  - {f}" for f in self.failures)
+        super().__init__(f"{env_id} failed {len(self.failures)} env check(s):\n{lines}")
+
+
+class ConfigError(RlgymError, ValueError):
+    """A config failed validation; every problem is listed with its fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class MalformedActionError(RlgymError, ValueError):
+    """An action could not be read as an assistant turn.
+
+    Raised by `AssistantTurn.coerce`; `Env.step` catches it and answers with an error observation.
+    """
