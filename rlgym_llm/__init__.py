@@ -9,7 +9,7 @@ Importing the package stays light: no torch, vllm, ray or docker until a feature
 
 from rlgym_llm.core import *  # noqa: F403  (the public vocabulary, see rlgym_llm.core.__all__)
 from rlgym_llm.core import __all__ as _core_all
-from rlgym_llm.core import list_envs as list  # noqa: A001  (`rlgym_llm.list()`, as in the issue's API)
+from rlgym_llm.core import list_envs as list
 
 __version__ = "0.1.0"
 __all__ = [*_core_all, "list", "__version__"]

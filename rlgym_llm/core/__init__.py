@@ -1,6 +1,5 @@
 """The vocabulary every room shares: types, the Env base, spaces, tools, registry, checker, errors."""
 
-
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import (
     ConfigError,

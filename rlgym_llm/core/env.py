@@ -78,7 +78,7 @@ class Env(gymnasium.Env[Messages, Any]):
         reward_range: the (min, max) of any reward the env returns; `check_env` enforces it.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (Gymnasium declares it this way)
     tools: ClassVar[tuple[type[Tool], ...]] = ()
     reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
 

@@ -43,8 +43,7 @@ class MissingDependencyError(RlgymError, ImportError):
 
     def __init__(self, package: str, extra: str, feature: str):
         super().__init__(
-            f"{feature} needs `{package}`, which is not installed. "
-            f"Install it with `pip install 'rlgym-llm[{extra}]'`."
+            f"{feature} needs `{package}`, which is not installed. Install it with `pip install 'rlgym-llm[{extra}]'`."
         )
 
 

@@ -31,7 +31,9 @@ _max_turns: dict[str, int | None] = {}  # id -> default turn limit; also the set
 _plugins_loaded = False
 
 
-def register(env_id: str, entry_point: str | Callable[..., gymnasium.Env], max_turns: int | None = None, **defaults: Any) -> None:
+def register(
+    env_id: str, entry_point: str | Callable[..., gymnasium.Env], max_turns: int | None = None, **defaults: Any
+) -> None:
     """Register an env under a versioned id.
 
     Args:

@@ -47,10 +47,8 @@ class ChatSpace(spaces.Space[Messages]):
 
     def sample(self, mask: Any | None = None, probability: Any | None = None) -> Messages:
         n = int(self.np_random.integers(1, 4))
-        return [
-            {"role": self.roles[int(self.np_random.integers(len(self.roles)))], "content": _random_text(self.np_random, 40)}
-            for _ in range(n)
-        ]
+        roles = [self.roles[int(i)] for i in self.np_random.integers(len(self.roles), size=n)]
+        return [{"role": role, "content": _random_text(self.np_random, 40)} for role in roles]  # type: ignore[typeddict-item]
 
     def contains(self, x: Any) -> bool:
         if not isinstance(x, list) or len(x) > self.max_messages:

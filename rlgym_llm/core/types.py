@@ -213,9 +213,7 @@ def signal_problems(signals: Any) -> list[str]:
         problems.append(f"signals.tool_ok must be bool or None, got {tool_ok!r}")
     progress = signals.get("progress")
     if progress is not None and (
-        isinstance(progress, bool)
-        or not isinstance(progress, (int, float))
-        or not 0.0 <= progress <= 1.0
+        isinstance(progress, bool) or not isinstance(progress, (int, float)) or not 0.0 <= progress <= 1.0
     ):
         problems.append(f"signals.progress must be a number in [0, 1] or None, got {progress!r}")
     sub = signals.get("subgoals")
@@ -239,7 +237,7 @@ def signal_problems(signals: Any) -> list[str]:
         )
         if not ok:
             problems.append(f"signals.tests must be {{passed, total, vector}} and consistent, got {tests!r}")
-    comps = signals.get("reward_components")
+    comps = signals.get("reward_components", {})
     if not isinstance(comps, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         for k, v in comps.items()
@@ -307,7 +305,9 @@ class Turn:
         d = asdict(self)
         d["action"] = {
             "content": self.action.content,
-            "tool_calls": [{"name": c.name, "arguments": dict(c.arguments), "id": c.id} for c in self.action.tool_calls],
+            "tool_calls": [
+                {"name": c.name, "arguments": dict(c.arguments), "id": c.id} for c in self.action.tool_calls
+            ],
         }
         return d
 

@@ -28,7 +28,7 @@ class TurnLimit(gymnasium.Wrapper):
         self._turns = 0
         return self.env.reset(**kwargs)
 
-    def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict]:  # type: ignore[override]
         messages, reward, terminated, truncated, info = self.env.step(action)
         self._turns += 1
         if self._turns >= self.max_turns and not terminated and not truncated:
@@ -38,4 +38,4 @@ class TurnLimit(gymnasium.Wrapper):
                 outcome = getattr(self.env.unwrapped, "outcome", None)
                 if callable(outcome):
                     info["outcome"] = outcome()
-        return messages, reward, terminated, truncated, info
+        return messages, float(reward), terminated, truncated, info
