@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import gymnasium
@@ -27,7 +27,7 @@ from gymnasium.error import ResetNeeded
 from rlgym_llm.core.errors import MalformedActionError
 from rlgym_llm.core.spaces import ActionSpace, ChatSpace
 from rlgym_llm.core.tools import Tool
-from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals, ToolSpec
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,15 @@ class Env(gymnasium.Env[Messages, Any]):
             raise ResetNeeded("call env.reset() before env.step()")
         self.turn += 1
         try:
-            result = self.respond(AssistantTurn.coerce(action))
+            turn = AssistantTurn.coerce(action)
         except MalformedActionError as e:
             result = self.invalid_action(str(e))
+        else:
+            result = self.respond(turn)
+            if turn.parse_errors:  # calls the agent could not parse: tell the model, after the tool results
+                errors = [_error_message(f"{e}. Write calls as the tool schemas say.") for e in turn.parse_errors]
+                signals = replace(result.signals, tool_ok=False)
+                result = replace(result, messages=[*result.messages, *errors], signals=signals)
         info: dict[str, Any] = {**result.info, "turn": self.turn, "signals": result.signals.to_dict()}
         if result.terminated or result.truncated:
             info["outcome"] = self.outcome()
@@ -142,6 +148,9 @@ class Env(gymnasium.Env[Messages, Any]):
     def invalid_action(self, problem: str) -> Step:
         """The answer to an action that is not an assistant turn at all. Override to add signals."""
         return Step(
-            messages=[{"role": "user", "content": f"Error: {problem}. Reply with text or a tool call."}],
-            signals=StepSignals(tool_ok=False),
+            messages=[_error_message(f"{problem}. Reply with text or a tool call.")], signals=StepSignals(tool_ok=False)
         )
+
+
+def _error_message(text: str) -> Message:
+    return {"role": "user", "content": f"Error: {text}"}

@@ -92,10 +92,15 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class AssistantTurn:
-    """The action an env receives: the assistant's text and the tool calls an agent parsed from it."""
+    """The action an env receives: the assistant's text and the tool calls an agent parsed from it.
+
+    `parse_errors` are the tool calls the agent could not parse (bad JSON, no name, cut off); the env
+    answers each with an error message, so the model learns what went wrong.
+    """
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    parse_errors: tuple[str, ...] = ()
 
     def to_message(self) -> Message:
         msg: Message = {"role": "assistant", "content": self.content}
@@ -126,8 +131,13 @@ class AssistantTurn:
             raw_calls = action.get("tool_calls") or []
             if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
                 raise MalformedActionError("`tool_calls` must be a list")
-            calls = tuple(ToolCall.from_any(c, i) for i, c in enumerate(raw_calls))
-            return cls(content=content, tool_calls=calls)
+            calls, errors = [], []
+            for i, raw in enumerate(raw_calls):
+                try:
+                    calls.append(ToolCall.from_any(raw, i))
+                except MalformedActionError as e:
+                    errors.append(str(e))
+            return cls(content=content, tool_calls=tuple(calls), parse_errors=tuple(errors))
         raise MalformedActionError(
             f"an action must be a string, an assistant message dict or an AssistantTurn, got {type(action).__name__}"
         )
@@ -317,6 +327,7 @@ class Turn:
         turn = AssistantTurn(
             content=action["content"],
             tool_calls=tuple(ToolCall(**c) for c in action["tool_calls"]),
+            parse_errors=tuple(action.get("parse_errors", ())),
         )
         kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
         for name in ("obs_token_ids", "completion_token_ids", "completion_logprobs"):

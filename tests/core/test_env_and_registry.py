@@ -105,11 +105,22 @@ def test_step_before_reset_and_task_before_reset_raise():
 def test_a_malformed_action_is_an_error_observation_not_an_exception():
     env = PickEnv()
     env.reset(seed=0)
-    for action in (None, 3, {"role": "user", "content": "x"}, {"tool_calls": [{"name": "pick", "arguments": "{"}]}):
+    for action in (None, 3, {"role": "user", "content": "x"}, {"tool_calls": "pick"}):
         messages, reward, terminated, truncated, info = env.step(action)
         assert messages[0]["content"].startswith("Error:")
         assert (reward, terminated, truncated) == (0.0, False, False)
         assert info["signals"]["tool_ok"] is False
+
+
+def test_unparseable_calls_are_answered_after_the_good_ones():
+    env = PickEnv()
+    env.reset(seed=0)
+    bad = {"name": "pick", "arguments": "{"}
+    action = {"content": "", "tool_calls": [{"id": "a", "name": "pick", "arguments": {"value": -1}}, bad]}
+    messages, *_, info = env.step(action)
+    assert messages[0] == {"role": "tool", "content": "higher", "tool_call_id": "a", "name": "pick"}
+    assert messages[1]["role"] == "user" and "not valid JSON" in messages[1]["content"]
+    assert info["signals"]["tool_ok"] is False
 
 
 def test_outcome_is_attached_when_the_episode_ends():

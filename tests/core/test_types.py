@@ -30,16 +30,29 @@ def test_coerce_text_and_message_forms():
         ({"role": "user", "content": "x"}, "role 'user'"),
         ({"content": 5}, "content must be a string"),
         ({"tool_calls": "calc"}, "must be a list"),
-        ({"tool_calls": [{"name": ""}]}, "no tool name"),
-        ({"tool_calls": [{"name": "calc", "arguments": "{oops"}]}, "not valid JSON"),
-        ({"tool_calls": [{"name": "calc", "arguments": "[1, 2]"}]}, "must be a JSON object"),
-        ({"tool_calls": [7]}, "not an object"),
     ],
 )
 def test_coerce_rejects_malformed_actions_with_a_reason(action, fragment):
     with pytest.raises(MalformedActionError) as err:
         AssistantTurn.coerce(action)
     assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("raw_call", "fragment"),
+    [
+        ({"name": ""}, "no tool name"),
+        ({"name": "calc", "arguments": "{oops"}, "not valid JSON"),
+        ({"name": "calc", "arguments": "[1, 2]"}, "must be a JSON object"),
+        (7, "not an object"),
+        ({"function": "calc"}, "`function` must be an object"),
+    ],
+)
+def test_a_malformed_call_becomes_a_parse_error_and_the_good_calls_survive(raw_call, fragment):
+    good = {"name": "calc", "arguments": {"x": 1}}
+    turn = AssistantTurn.coerce({"content": "", "tool_calls": [good, raw_call]})
+    assert [c.name for c in turn.tool_calls] == ["calc"]
+    assert len(turn.parse_errors) == 1 and fragment in turn.parse_errors[0]
 
 
 def test_assistant_turn_message_round_trip():
