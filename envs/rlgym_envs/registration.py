@@ -5,3 +5,5 @@ from rlgym_llm import register
 
 def register_envs() -> None:
     register("rlgym/Math-v0", "rlgym_envs.math.env:MathEnv", max_turns=6)
+    register("rlgym/Search-v0", "rlgym_envs.search.env:SearchEnv", max_turns=10)
+    register("rlgym/GUI-v0", "rlgym_envs.gui.env:GUIEnv", max_turns=30)

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -120,11 +121,20 @@ class Env(gymnasium.Env[Messages, Any]):
         """The env's tools as JSON-schema specs, for agents to render with the chat template."""
         return [t.spec() for t in self.tools]
 
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI-format tool list (a fresh copy each call; the schemas are built once per class)."""
+        cls = type(self)
+        cached = cls.__dict__.get("_tool_schemas_json")
+        if cached is None:
+            cached = json.dumps([s.to_openai() for s in self.tool_specs()])
+            cls._tool_schemas_json = cached  # type: ignore[attr-defined]
+        return json.loads(cached)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
         super().reset(seed=seed)
         self._task = self.sample_task(options or {})
         self.turn = 0
-        return self.opening(self._task), {"task_id": self._task.id, "tools": [s.to_openai() for s in self.tool_specs()]}
+        return self.opening(self._task), {"task_id": self._task.id, "tools": self.tool_schemas()}
 
     def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict]:
         if self._task is None:

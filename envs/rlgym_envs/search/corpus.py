@@ -1,0 +1,152 @@
+"""Documents and QA items: records, JSONL loaders for a user's own corpus, answer scoring and corpus hashing.
+
+Corpus JSONL, one document a line:  `{"id": "d1", "title": "Varo Keltin", "text": "..."}`
+QA JSONL, one question a line:      `{"question": "...", "answers": ["..."], "gold_docs": ["d1"]}`
+(`gold_docs` is optional; without it an episode reports no sub-goals.)
+
+Answers are scored SQuAD-style: lowercase, drop punctuation and the articles a/an/the, collapse whitespace;
+`exact_match` compares the normalised strings and `token_f1` their bags of tokens.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import os
+import re
+import string
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pydantic
+
+
+@dataclass(frozen=True)
+class Document:
+    """One retrievable document."""
+
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class QAItem:
+    """One question with its gold answers and, optionally, the ids of the documents that support it."""
+
+    question: str
+    answers: tuple[str, ...]
+    gold_docs: tuple[str, ...] = ()
+
+
+class _DocumentRow(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    id: str = pydantic.Field(min_length=1)
+    title: str = ""
+    text: str
+
+
+class _QARow(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+    question: str = pydantic.Field(min_length=1)
+    answers: list[str] = pydantic.Field(min_length=1)
+    gold_docs: list[str] = []
+
+
+def _rows(path: str | os.PathLike[str], model: type[pydantic.BaseModel]) -> list[pydantic.BaseModel]:
+    """Parse a JSONL file, listing every bad line in one error (a user's file is a trust boundary)."""
+    rows, problems = [], []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(model.model_validate_json(line))
+            except pydantic.ValidationError as e:
+                problems.append(f"{path}:{lineno}: {'; '.join(err['msg'] for err in e.errors())}")
+    if problems:
+        shown = "\n".join(problems[:10])
+        raise ValueError(f"{len(problems)} bad line(s) in {path}:\n{shown}")
+    if not rows:
+        raise ValueError(f"{path} holds no rows; expected one JSON object per line")
+    return rows
+
+
+def load_corpus(path: str | os.PathLike[str]) -> tuple[Document, ...]:
+    """Load documents from JSONL (`{"id", "title", "text"}` per line).
+
+    Raises:
+        ValueError: a line is not a valid document, or two documents share an id.
+    """
+    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow))  # type: ignore[attr-defined]
+    dupes = sorted(i for i, n in collections.Counter(d.id for d in docs).items() if n > 1)
+    if dupes:
+        raise ValueError(f"{path}: duplicate document ids {dupes[:5]}; ids must be unique")
+    return docs
+
+
+def load_qa(path: str | os.PathLike[str], doc_ids: Iterable[str] | None = None) -> tuple[QAItem, ...]:
+    """Load questions from JSONL (`{"question", "answers": [...], "gold_docs": [...]}` per line).
+
+    Args:
+        path: the JSONL file.
+        doc_ids: if given, every `gold_docs` id must be one of these.
+
+    Raises:
+        ValueError: a line is invalid or names an unknown gold document.
+    """
+    items = tuple(
+        QAItem(question=r.question, answers=tuple(r.answers), gold_docs=tuple(r.gold_docs))  # type: ignore[attr-defined]
+        for r in _rows(path, _QARow)
+    )
+    if doc_ids is not None:
+        known = set(doc_ids)
+        unknown = sorted({g for it in items for g in it.gold_docs if g not in known})
+        if unknown:
+            raise ValueError(f"{path}: gold_docs name documents not in the corpus: {unknown[:5]}")
+    return items
+
+
+def corpus_hash(docs: Sequence[Document], salt: str = "") -> str:
+    """A content hash of the corpus (order included), used as the key of the index caches."""
+    h = hashlib.sha256(salt.encode())
+    for d in docs:
+        h.update(json.dumps([d.id, d.title, d.text], ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:20]
+
+
+# --- answer scoring (SQuAD v1.1 normalisation) ------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, strip punctuation and articles, collapse whitespace (SQuAD's normalisation)."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def exact_match(prediction: str, answers: Iterable[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(a) for a in answers))
+
+
+def token_f1(prediction: str, answers: Iterable[str]) -> float:
+    """The best token-level F1 of the prediction against any gold answer."""
+    pred = normalize_answer(prediction).split()
+    best = 0.0
+    for answer in answers:
+        gold = normalize_answer(answer).split()
+        common = sum((collections.Counter(pred) & collections.Counter(gold)).values())
+        if not pred or not gold:
+            score = float(pred == gold)
+        elif common == 0:
+            score = 0.0
+        else:
+            precision, recall = common / len(pred), common / len(gold)
+            score = 2 * precision * recall / (precision + recall)
+        best = max(best, score)
+    return best

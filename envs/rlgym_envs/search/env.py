@@ -1,0 +1,272 @@
+"""`rlgym/Search-v0`: answer multi-hop questions by searching and reading a document collection.
+
+By default the collection is a seeded fictional world (`world.py`) whose questions a model cannot have
+memorised; `corpus_path` and `qa_path` swap in a user's own JSONL corpus and QA set.
+
+Tools: `search(query, k)` returns ids, titles and snippets from a BM25 index; `open(doc_id)` returns a full
+document; `answer(text)` ends the episode. The reward is the normalised exact match of the answer against any
+gold answer (`em`, 0 or 1); token F1 is reported as the `f1` component but not rewarded, so that a partially
+right name earns nothing and the reward stays strictly verifiable.
+
+Signals per turn: `tool_ok`, `subgoals` = (hops found, hops) where a hop is found once its gold document has
+appeared in search results or been opened, `progress` = found / hops, and `gold_retrieved` (extra): whether
+this turn surfaced a gold document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from rlgym_envs.search.corpus import Document, QAItem, exact_match, load_corpus, load_qa, token_f1
+from rlgym_envs.search.index import get_index
+from rlgym_envs.search.world import generate_world
+from rlgym_llm import (
+    AssistantTurn,
+    Env,
+    Message,
+    Messages,
+    Step,
+    StepSignals,
+    Task,
+    Tool,
+    ToolCall,
+    ToolError,
+    parse_call,
+)
+
+MAX_K = 10
+
+SYSTEM_PROMPT = (
+    "You answer questions by searching a document collection. Tools: search(query, k) lists matching "
+    "documents with snippets; open(doc_id) shows a document in full; answer(text) submits your final answer "
+    "and ends the episode. The collection describes a fictional world: rely only on what you read in it. "
+    "Answer with just the name or year asked for."
+)
+
+
+class Search(Tool):
+    """Search the document collection. Returns the ids, titles and snippets of the best matches."""
+
+    name: ClassVar[str] = "search"
+    query: str = Field(min_length=1, max_length=500, description="keywords, e.g. a name and what you want to know")
+    k: int = Field(default=3, ge=1, le=MAX_K, description=f"number of results, 1 to {MAX_K}")
+
+
+class Open(Tool):
+    """Open one document by its id (as listed by search) and read its full text."""
+
+    name: ClassVar[str] = "open"
+    doc_id: str = Field(min_length=1, max_length=200, description="a document id from search results")
+
+
+class Answer(Tool):
+    """Submit your final answer. This ends the episode."""
+
+    name: ClassVar[str] = "answer"
+    text: str = Field(max_length=500, description="the answer: just the name or year asked for")
+
+
+@dataclass(frozen=True)
+class SearchTask(Task):
+    """A search task. `answer` is the main gold answer; `hidden` holds `answers`, `gold_docs` and, for
+    generated worlds, the question's structure (`start`, `relations`) that oracle agents plan with.
+    """
+
+    def secrets(self) -> list[str]:
+        """None: the answer is meant to be found, and search results legitimately contain it.
+
+        The generic check (secrets never appear in any observation) cannot hold for retrieval tasks. What must
+        hold instead, and is tested for this env, is that the opening and the feedback to an answer never
+        contain a gold answer.
+        """
+        return []
+
+
+class SearchEnv(Env):
+    """Multi-hop question answering over a searchable corpus. See the module docstring.
+
+    Args:
+        world_seed: seed of the generated world (ignored when `corpus_path` is given).
+        world_people: size of the generated world (people; other entity counts scale with it).
+        max_hops: the longest questions of the generated world, 1 to 3.
+        corpus_path: a JSONL corpus of `{"id", "title", "text"}`; needs `qa_path` too.
+        qa_path: a JSONL QA set of `{"question", "answers", "gold_docs"?}`.
+        cache_dir: where the BM25 index is cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
+        snippet_chars: the most characters of each search result's snippet.
+
+    Reset options: `{"hops": n}` draws a question with n hops (generated world only); `{"index": i}` picks
+    question i.
+    """
+
+    tools = (Search, Open, Answer)
+
+    def __init__(
+        self,
+        world_seed: int = 0,
+        world_people: int = 40,
+        max_hops: int = 3,
+        corpus_path: str | os.PathLike[str] | None = None,
+        qa_path: str | os.PathLike[str] | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
+        snippet_chars: int = 200,
+    ):
+        super().__init__()
+        if (corpus_path is None) != (qa_path is None):
+            raise ValueError("give both corpus_path and qa_path (a corpus and its questions), or neither")
+        if corpus_path is not None and qa_path is not None:
+            docs = load_corpus(corpus_path)
+            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs])
+            self._structure: tuple[Mapping[str, Any], ...] = ({},) * len(self._items)
+            self.source = f"corpus:{os.fspath(corpus_path)}"
+        else:
+            world = generate_world(world_seed, people=world_people, max_hops=max_hops)
+            docs = world.documents
+            self._items = tuple(QAItem(q.text, (q.answer,), q.gold_docs) for q in world.questions)
+            self._structure = tuple({"start": q.start, "relations": list(q.relations)} for q in world.questions)
+            self.source = f"world:{world_seed}:{world_people}:{max_hops}"
+        self.index = get_index(docs, cache_dir)
+        self.docs = {d.id: d for d in docs}
+        self.snippet_chars = snippet_chars
+        self._by_hops: dict[int, list[int]] = {}
+        for i, item in enumerate(self._items):
+            self._by_hops.setdefault(len(item.gold_docs), []).append(i)
+        self._reset_episode()
+
+    def _reset_episode(self) -> None:
+        self.found: set[int] = set()  # hops whose gold document has been seen
+        self.seen: set[str] = set()  # every document id retrieved or opened
+        self.submitted: str | None = None
+
+    # --- Env hooks ---------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+        self._reset_episode()
+        return super().reset(seed=seed, options=options)
+
+    def sample_task(self, options: Mapping[str, Any]) -> SearchTask:
+        if "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self._items):
+                raise ValueError(f"options['index'] must be in [0, {len(self._items)}), got {index}")
+        else:
+            if "hops" in options:
+                hops = int(options["hops"])
+                if hops not in self._by_hops:
+                    raise ValueError(f"options['hops'] must be one of {sorted(self._by_hops)}, got {hops}")
+            else:  # uniform over hop counts first, so short questions do not crowd out long ones
+                counts = sorted(self._by_hops)
+                hops = counts[int(self.np_random.integers(len(counts)))]
+            pool = self._by_hops[hops]
+            index = pool[int(self.np_random.integers(len(pool)))]
+        item = self._items[index]
+        digest = hashlib.sha256(f"{self.source}|{index}|{item.question}".encode()).hexdigest()[:12]
+        return SearchTask(
+            id=f"search-{digest}",
+            prompt=item.question,
+            answer=item.answers[0],
+            hidden={"answers": list(item.answers), "gold_docs": list(item.gold_docs), **self._structure[index]},
+            meta={"hops": len(item.gold_docs), "index": index, "source": self.source},
+        )
+
+    def opening(self, task: Task) -> Messages:
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        if not turn.tool_calls:
+            return Step(
+                messages=[{"role": "user", "content": "Use a tool: search, open, or answer to submit your answer."}],
+                signals=self._signals(tool_ok=None, gold=False),
+            )
+        messages: Messages = []
+        ok, gold, done = True, False, False
+        for call in turn.tool_calls:
+            if done:  # calls after `answer` are not run: the episode is over
+                messages.append(_tool_msg(call, "Error: not run, the episode ended with answer."))
+                ok = False
+                continue
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                messages.append(_tool_msg(call, parsed.message))
+                ok = False
+            elif isinstance(parsed, Search):
+                text, hit = self._search(parsed.query, parsed.k)
+                messages.append(_tool_msg(call, text))
+                gold |= hit
+            elif isinstance(parsed, Open):
+                text, found, hit = self._open(parsed.doc_id)
+                messages.append(_tool_msg(call, text))
+                ok &= found
+                gold |= hit
+            elif isinstance(parsed, Answer):
+                self.submitted = parsed.text
+                done = True
+                # Never say what the right answer was: the feedback must not leak it to later samples.
+                messages.append(_tool_msg(call, "Answer submitted."))
+        outcome = self.outcome()
+        return Step(
+            messages=messages,
+            reward=outcome["reward"] if done else 0.0,
+            terminated=done,
+            signals=self._signals(tool_ok=ok, gold=gold, components=outcome["components"] if done else {}),
+        )
+
+    def outcome(self) -> dict[str, Any]:
+        answers = self.task.hidden["answers"]
+        if self.submitted is None:
+            return {"reward": 0.0, "components": {"em": 0.0, "f1": 0.0}}
+        em = exact_match(self.submitted, answers)
+        return {"reward": em, "components": {"em": em, "f1": token_f1(self.submitted, answers)}}
+
+    # --- tools -------------------------------------------------------------------------------------
+
+    def _search(self, query: str, k: int) -> tuple[str, bool]:
+        results = self.index.search(query, k)
+        if not results:
+            return f"No documents match {query[:80]!r}. Try other keywords.", False
+        lines = [f"{i}. [{doc.id}] {doc.title}: {self._snippet(doc, query)}" for i, (doc, _) in enumerate(results, 1)]
+        return "\n".join(lines), self._see([doc.id for doc, _ in results])
+
+    def _open(self, doc_id: str) -> tuple[str, bool, bool]:
+        """The page's text, whether it exists, and whether it is a gold page."""
+        doc = self.docs.get(doc_id.strip())
+        if doc is None:
+            return f"Error: no document with id {doc_id[:80]!r}. Use an id exactly as listed by search.", False, False
+        return f"[{doc.id}] {doc.title}\n{doc.text}", True, self._see([doc.id])
+
+    def _snippet(self, doc: Document, query: str) -> str:
+        """The sentence of `doc` sharing most words with the query, so results show why they matched."""
+        words = set(query.lower().split())
+        sentences = [s.strip() for s in doc.text.replace("\n", " ").split(". ") if s.strip()]
+        best = max(sentences, key=lambda s: len(words & set(s.lower().rstrip(".").split())), default="")
+        return best if len(best) <= self.snippet_chars else best[: self.snippet_chars - 3] + "..."
+
+    def _see(self, doc_ids: list[str]) -> bool:
+        """Record seen documents; whether any of them is a gold document."""
+        self.seen.update(doc_ids)
+        gold_docs = self.task.hidden["gold_docs"]
+        hits = {i for i, g in enumerate(gold_docs) if g in doc_ids}
+        self.found |= hits
+        return bool(hits)
+
+    def _signals(self, tool_ok: bool | None, gold: bool, components: Mapping[str, float] | None = None) -> StepSignals:
+        total = len(self.task.hidden["gold_docs"])
+        found = len(self.found)
+        key = hashlib.sha256("|".join([self.task.id, *sorted(self.seen)]).encode()).hexdigest()[:16]
+        return StepSignals(
+            tool_ok=tool_ok,
+            subgoals=(found, total) if total else None,
+            progress=found / total if total else None,
+            reward_components=dict(components or {}),
+            state_key=key,
+            extra={"gold_retrieved": gold},
+        )
+
+
+def _tool_msg(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
