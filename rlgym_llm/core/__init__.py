@@ -1,5 +1,6 @@
 """The vocabulary every room shares: types, the Env base, spaces, tools, registry, checker, errors."""
 
+from rlgym_llm.core.checker import check_env
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import (
     ConfigError,
@@ -54,6 +55,7 @@ __all__ = [
     "Turn",
     "TurnLimit",
     "UnknownEnvError",
+    "check_env",
     "list_envs",
     "load_plugins",
     "make",

@@ -58,6 +58,14 @@ class Task:
         text = str(self.answer).strip() if self.answer is not None else ""
         return [text] if len(text) >= 3 else []
 
+    def opening_secrets(self) -> list[str]:
+        """Strings the opening messages must not contain (by default, `secrets()`).
+
+        Envs whose tools legitimately reveal the answer (search results contain it) return no
+        `secrets()` but still keep the answer out of the opening.
+        """
+        return self.secrets()
+
 
 @dataclass(frozen=True)
 class Step:

@@ -101,6 +101,12 @@ def make(env_id: str, max_turns: int | None = None, **kwargs: Any) -> gymnasium.
     return TurnLimit(env, limit) if limit else env
 
 
+def default_max_turns(env_id: str) -> int | None:
+    """The turn limit `make(env_id)` applies unless told otherwise (None: no limit)."""
+    spec(env_id)
+    return _max_turns.get(env_id)
+
+
 def list_envs(namespace: str | None = None) -> list[str]:
     """Ids registered through rlgym-llm (built-ins and plugins), optionally of one namespace."""
     load_plugins()

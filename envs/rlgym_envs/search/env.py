@@ -3,7 +3,8 @@
 By default the collection is a seeded fictional world (`world.py`) whose questions a model cannot have
 memorised; `corpus_path` and `qa_path` swap in a user's own JSONL corpus and QA set.
 
-Tools: `search(query, k)` returns ids, titles and snippets from a BM25 index; `open(doc_id)` returns a full
+Tools: `search(query, k)` returns ids, titles and snippets from a BM25 index (or, with `retriever="dense"` or
+`"hybrid"`, a sentence-embedding index or both fused); `open(doc_id)` returns a full
 document; `answer(text)` ends the episode. The reward is the normalised exact match of the answer against any
 gold answer (`em`, 0 or 1); token F1 is reported as the `f1` component but not rewarded, so that a partially
 right name earns nothing and the reward stays strictly verifiable.
@@ -24,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_envs.search.corpus import Document, QAItem, exact_match, load_corpus, load_qa, token_f1
-from rlgym_envs.search.index import get_index
+from rlgym_envs.search.index import RETRIEVERS, get_retriever
 from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
@@ -83,9 +84,13 @@ class SearchTask(Task):
 
         The generic check (secrets never appear in any observation) cannot hold for retrieval tasks. What must
         hold instead, and is tested for this env, is that the opening and the feedback to an answer never
-        contain a gold answer.
+        contain a gold answer; `opening_secrets` lets `check_env` check the openings.
         """
         return []
+
+    def opening_secrets(self) -> list[str]:
+        """Every gold answer: a question must never contain its own answer."""
+        return [str(a) for a in self.hidden.get("answers", [self.answer]) if str(a).strip()]
 
 
 class SearchEnv(Env):
@@ -97,8 +102,10 @@ class SearchEnv(Env):
         max_hops: the longest questions of the generated world, 1 to 3.
         corpus_path: a JSONL corpus of `{"id", "title", "text"}`; needs `qa_path` too.
         qa_path: a JSONL QA set of `{"question", "answers", "gold_docs"?}`.
-        cache_dir: where the BM25 index is cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
+        cache_dir: where the indexes are cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
         snippet_chars: the most characters of each search result's snippet.
+        retriever: `"bm25"` (default), `"dense"` (all-MiniLM-L6-v2 embeddings; needs the `dense` extra) or
+            `"hybrid"` (both, fused by reciprocal rank).
 
     Reset options: `{"hops": n}` draws a question with n hops (generated world only); `{"index": i}` picks
     question i.
@@ -115,8 +122,11 @@ class SearchEnv(Env):
         qa_path: str | os.PathLike[str] | None = None,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         snippet_chars: int = 200,
+        retriever: str = "bm25",
     ):
         super().__init__()
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
         if (corpus_path is None) != (qa_path is None):
             raise ValueError("give both corpus_path and qa_path (a corpus and its questions), or neither")
         if corpus_path is not None and qa_path is not None:
@@ -130,7 +140,7 @@ class SearchEnv(Env):
             self._items = tuple(QAItem(q.text, (q.answer,), q.gold_docs) for q in world.questions)
             self._structure = tuple({"start": q.start, "relations": list(q.relations)} for q in world.questions)
             self.source = f"world:{world_seed}:{world_people}:{max_hops}"
-        self.index = get_index(docs, cache_dir)
+        self.index = get_retriever(docs, retriever, cache_dir)
         self.docs = {d.id: d for d in docs}
         self.snippet_chars = snippet_chars
         self._by_hops: dict[int, list[int]] = {}

@@ -1,0 +1,246 @@
+"""Toy envs that ship with the library: tiny, correct, and with a known optimal return.
+
+- `GuessNumberEnv`: find a hidden three-digit number with one tool, `guess`, answered `higher`,
+  `lower` or `correct`. Bisection (`Bisector`) always finds it within 10 guesses, so under a turn
+  limit of 10 or more the optimal return is 1.0 on every task.
+- `CounterEnv`: bring a counter from 0 to a target shown in the prompt with `add` (1 to 3 per call),
+  then `submit`. The optimal return is 1.0 in `ceil(target / 3) + 1` turns (`CounterPlayer`). It
+  reports every standard signal: progress, subgoals, reward components and repeating state keys.
+
+They are not registered globally; tests and examples register them under their own ids:
+
+    rlgym_llm.register("test/Guess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.tools import Tool, ToolError, parse_call
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+
+# --- guess the number ---------------------------------------------------------------------------
+
+LOW, HIGH = 100, 999
+GUESS_BUDGET = math.ceil(math.log2(HIGH - LOW + 2))  # bisection's worst case: 10 guesses for 900 numbers
+
+
+class Guess(Tool):
+    """Guess the hidden number. The answer is `higher`, `lower` or `correct`."""
+
+    name: ClassVar[str] = "guess"
+    value: int = Field(description="your guess, a three-digit number")
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+
+class GuessNumberEnv(Env):
+    """Find a hidden three-digit number; reward 1.0 when a guess is correct, which ends the episode.
+
+    The prompt names no digits on purpose: a range like "100 to 999" would contain some answers
+    as substrings and look like a leak to `check_env`. Pick a task with `reset(options={"number": n})`.
+    """
+
+    tools = (Guess,)
+    reward_range = (0.0, 1.0)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lo, self.hi, self.solved = LOW, HIGH, False
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        n = int(options["number"]) if "number" in options else int(self.np_random.integers(LOW, HIGH + 1))
+        if not LOW <= n <= HIGH:
+            raise ValueError(f"options['number'] must be in [{LOW}, {HIGH}], got {n}")
+        prompt = (
+            "I am thinking of a three-digit number. Find it with the `guess` tool: "
+            "each guess is answered `higher`, `lower` or `correct`."
+        )
+        return Task(id=f"guess-{n}", prompt=prompt, answer=n)
+
+    def opening(self, task: Task) -> Messages:
+        self.lo, self.hi, self.solved = LOW, HIGH, False
+        return [{"role": "user", "content": task.prompt}]
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        if not turn.tool_calls:
+            nudge: Message = {"role": "user", "content": "Call the `guess` tool with a three-digit number."}
+            return Step([nudge], signals=self._signals(tool_ok=None))
+        messages, ok = [], True
+        for call in turn.tool_calls:
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                ok = False
+                messages.append(_tool_message(call, parsed.message))
+            elif self.solved:
+                messages.append(_tool_message(call, "The number was already found."))
+            else:
+                assert isinstance(parsed, Guess)
+                messages.append(_tool_message(call, self._judge(parsed.value)))
+        reward = 1.0 if self.solved else 0.0
+        return Step(messages, reward=reward, terminated=self.solved, signals=self._signals(tool_ok=ok))
+
+    def outcome(self) -> dict[str, Any]:
+        return {"reward": float(self.solved), "components": {"solved": float(self.solved)}}
+
+    def _judge(self, value: int) -> str:
+        answer = int(self.task.answer)
+        if value == answer:
+            self.solved = True
+            return "correct"
+        if value < answer:
+            self.lo = max(self.lo, value + 1)
+            return "higher"
+        self.hi = min(self.hi, value - 1)
+        return "lower"
+
+    def _signals(self, tool_ok: bool | None) -> StepSignals:
+        # Progress: bits of the search space ruled out by the hints so far.
+        left = max(self.hi - self.lo + 1, 1)
+        progress = 1.0 if self.solved else 1.0 - math.log2(left) / math.log2(HIGH - LOW + 1)
+        key = "solved" if self.solved else f"{self.lo}-{self.hi}"
+        return StepSignals(
+            tool_ok=tool_ok, progress=progress, state_key=key, reward_components={"solved": float(self.solved)}
+        )
+
+
+class Bisector:
+    """The optimal policy for `GuessNumberEnv`; it reads only the observations, never the task."""
+
+    def __init__(self) -> None:
+        self.lo, self.hi, self.last, self.calls = LOW, HIGH, 0, 0
+
+    def act(self, observation: Messages) -> dict[str, Any]:
+        """The next assistant message, given the env's latest messages (the opening first)."""
+        for message in observation:
+            if message.get("role") == "tool" and message.get("content") == "higher":
+                self.lo = self.last + 1
+            elif message.get("role") == "tool" and message.get("content") == "lower":
+                self.hi = self.last - 1
+        self.last, self.calls = (self.lo + self.hi) // 2, self.calls + 1
+        call = {"id": f"call_{self.calls}", "name": "guess", "arguments": {"value": self.last}}
+        return {"role": "assistant", "content": f"Trying {self.last}.", "tool_calls": [call]}
+
+
+# --- counter ------------------------------------------------------------------------------------
+
+
+class Add(Tool):
+    """Add 1, 2 or 3 to the counter."""
+
+    name: ClassVar[str] = "add"
+    amount: int = Field(ge=1, le=3, description="how much to add: 1, 2 or 3")
+
+
+class Submit(Tool):
+    """Submit the counter's value. This ends the episode."""
+
+    name: ClassVar[str] = "submit"
+
+
+class CounterEnv(Env):
+    """Bring a counter from 0 to the target shown in the prompt, then submit it.
+
+    Reward 1.0 when the submitted value equals the target. Overshooting cannot be undone, so the
+    state keys (`counter=k`) repeat across a group's samples, as step-level grouping needs.
+
+    Args:
+        max_target: targets are drawn uniformly from [1, max_target].
+    """
+
+    tools = (Add, Submit)
+    reward_range = (0.0, 1.0)
+    STEP = 3
+
+    def __init__(self, max_target: int = 20) -> None:
+        super().__init__()
+        if max_target < 1:
+            raise ValueError(f"max_target must be >= 1, got {max_target}")
+        self.max_target = max_target
+        self.counter, self.submitted = 0, False
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        target = int(options.get("target", self.np_random.integers(1, self.max_target + 1)))
+        prompt = (
+            f"A counter starts at 0. Bring it to exactly {target} with the `add` tool "
+            "(1, 2 or 3 per call), then call `submit`."
+        )
+        # The target is public: nothing here is ground truth the model must not see.
+        return Task(id=f"counter-{target}", prompt=prompt, meta={"target": target})
+
+    def opening(self, task: Task) -> Messages:
+        self.counter, self.submitted = 0, False
+        return [{"role": "user", "content": task.prompt}]
+
+    @property
+    def target(self) -> int:
+        return int(self.task.meta["target"])
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        if not turn.tool_calls:
+            nudge: Message = {"role": "user", "content": "Use the `add` and `submit` tools."}
+            return Step([nudge], signals=self._signals(tool_ok=None))
+        messages, ok = [], True
+        for call in turn.tool_calls:
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                ok = False
+                messages.append(_tool_message(call, parsed.message))
+            elif self.submitted:
+                messages.append(_tool_message(call, "Already submitted."))
+            elif isinstance(parsed, Add):
+                self.counter += parsed.amount
+                messages.append(_tool_message(call, f"counter = {self.counter}"))
+            else:
+                self.submitted = True
+                messages.append(_tool_message(call, f"submitted {self.counter}"))
+        reward = self.outcome()["reward"] if self.submitted else 0.0
+        return Step(messages, reward=reward, terminated=self.submitted, signals=self._signals(tool_ok=ok))
+
+    def outcome(self) -> dict[str, Any]:
+        hit = float(self.submitted and self.counter == self.target)
+        return {"reward": hit, "components": {"hit": hit, "overshoot": float(self.counter > self.target)}}
+
+    def _signals(self, tool_ok: bool | None) -> StepSignals:
+        reached = min(self.counter, self.target)
+        return StepSignals(
+            tool_ok=tool_ok,
+            progress=reached / self.target,
+            subgoals=(int(self.submitted and self.counter == self.target), 1),
+            state_key=f"counter={self.counter}" + (",submitted" if self.submitted else ""),
+            reward_components={"hit": float(self.submitted and self.counter == self.target)},
+        )
+
+
+class CounterPlayer:
+    """The optimal policy for `CounterEnv`: adds 3 while it can, then the rest, then submits."""
+
+    _TARGET = re.compile(r"to exactly (\d+)")
+    _COUNTER = re.compile(r"^counter = (\d+)$")
+
+    def __init__(self) -> None:
+        self.target, self.counter, self.calls = 0, 0, 0
+
+    def act(self, observation: Messages) -> dict[str, Any]:
+        """The next assistant message, given the env's latest messages (the opening first)."""
+        for message in observation:
+            content = str(message.get("content", ""))
+            if found := self._TARGET.search(content):
+                self.target, self.counter = int(found.group(1)), 0
+            if message.get("role") == "tool" and (found := self._COUNTER.match(content)):
+                self.counter = int(found.group(1))
+        self.calls += 1
+        left = self.target - self.counter
+        if left > 0:
+            call = {"id": f"call_{self.calls}", "name": "add", "arguments": {"amount": min(left, CounterEnv.STEP)}}
+        else:
+            call = {"id": f"call_{self.calls}", "name": "submit", "arguments": {}}
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
