@@ -65,7 +65,8 @@ class GlobalRandom(GuessNumberEnv):
 class PerInstanceSalt(GuessNumberEnv):
     def __init__(self):
         super().__init__()
-        self.salt = random.random()  # differs between two envs made the same way
+        # differs between two envs made the same way; letters only, so it never contains the secret number
+        self.salt = "".join(random.choice("abcdefgh") for _ in range(12))
 
     def opening(self, task):
         return [{"role": "user", "content": f"[{self.salt}] {task.prompt}"}]
