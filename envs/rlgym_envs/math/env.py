@@ -1,0 +1,186 @@
+"""`rlgym/Math-v0`: solve a math problem with a calculator tool, then submit one answer.
+
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=2, kinds=["linear", "word"])
+    env = rlgym_llm.make("rlgym/Math-v0", dataset="problems.jsonl")   # {"question", "answer"} lines
+
+Episode rules:
+- The opening is a short system prompt naming the tools, then the question.
+- Each turn, every tool call runs in order and gets a `tool` message with its `tool_call_id`.
+  Invalid calls (unknown tool, bad arguments) get an error message instead; `step` never raises.
+- A turn without tool calls gets a reminder to call `submit_answer`.
+- The first `submit_answer` call ends the episode, right or wrong: one submission per episode, so
+  the reward cannot be farmed by guessing. Calls after it in the same turn are ignored. The
+  feedback says only "correct" or "incorrect", never the reference answer.
+- Reward: 1.0 for a correct answer, else 0.0. `outcome()["components"]`: `correct` (0/1) and
+  `format` (1 if a submission was made whose answer could be read, see `verify.Verdict.parsed`).
+- Signals: `tool_ok`, `progress` (0 before the submission, 1 after), `reward_components` and the
+  extra `calls_made` (tool calls so far, valid or not).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+import pydantic
+
+from rlgym_envs.math.calculator import calculate
+from rlgym_envs.math.tasks import DIFFICULTIES, KINDS, generate_task, load_dataset
+from rlgym_envs.math.verify import Verdict, check
+from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.tools import Tool, ToolError, parse_call
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "Solve the math problem. You have two tools:\n"
+    "- calculator(expression): evaluates arithmetic exactly (+ - * / ^, parentheses, sqrt, abs).\n"
+    "- submit_answer(answer): submits your final answer and ends the episode; only one submission counts.\n"
+    "Give exact answers: an integer or a fraction in lowest terms such as 3/4, not a rounded decimal."
+)
+NO_TOOL_CALL = "Please call the submit_answer tool with your final answer (you may use the calculator first)."
+
+
+def _number_as_text(value: Any) -> Any:
+    """Models often send `{"answer": 12}`; accept JSON numbers as their text."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value.strip()
+
+
+_Text = Annotated[
+    str, pydantic.BeforeValidator(_number_as_text), pydantic.AfterValidator(_not_blank), pydantic.Field(min_length=1)
+]
+
+
+class Calculator(Tool):
+    """Evaluate an arithmetic expression exactly: numbers, + - * / ^, parentheses, sqrt(x) and abs(x)."""
+
+    name: ClassVar[str] = "calculator"
+    expression: _Text = pydantic.Field(description="the expression, e.g. (3 + 4) * 2 / 7")
+
+
+class SubmitAnswer(Tool):
+    """Submit your final answer. This ends the episode: only one submission counts."""
+
+    name: ClassVar[str] = "submit_answer"
+    answer: _Text = pydantic.Field(description="the final answer only, e.g. 42 or 3/4")
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+
+class MathEnv(Env):
+    """Math word, arithmetic, fraction and equation problems, solved with a calculator tool.
+
+    Args:
+        difficulty: a level in 1..3, or a list of levels to draw from (generated tasks only).
+        kinds: task kinds to draw from, a subset of `arithmetic`, `fraction`, `linear`, `word`
+            (default: all).
+        dataset: a JSONL file of `{"question", "answer"}` lines (or `"sample"`, the packaged sample)
+            to use instead of the generator. `reset(options={"task_index": i})` picks line i;
+            otherwise the env's RNG picks.
+    """
+
+    tools: ClassVar[tuple[type[Tool], ...]] = (Calculator, SubmitAnswer)
+
+    def __init__(
+        self,
+        difficulty: int | Sequence[int] = 1,
+        kinds: Sequence[str] | None = None,
+        dataset: str | Path | None = None,
+    ) -> None:
+        super().__init__()
+        levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
+        self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
+        problems = [f"difficulty {d!r} is not one of {list(DIFFICULTIES)}" for d in levels if d not in DIFFICULTIES]
+        problems += [f"kind {k!r} is not one of {list(KINDS)}" for k in self.kinds if k not in KINDS]
+        if not levels:
+            problems.append("difficulty must name at least one level")
+        if not self.kinds:
+            problems.append("kinds must name at least one kind")
+        if problems:
+            raise ConfigError(problems)
+        self.difficulties = tuple(int(d) for d in levels)
+        self.dataset: list[Task] | None = load_dataset(dataset) if dataset is not None else None
+        self._verdict: Verdict | None = None
+        self._calls = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+        self._verdict, self._calls = None, 0
+        return super().reset(seed=seed, options=options)
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        index = options.get("task_index")
+        if self.dataset is None:
+            if index is not None:
+                raise ValueError("options['task_index'] needs a dataset: MathEnv(dataset='file.jsonl')")
+            return generate_task(self.np_random, self.kinds, self.difficulties)
+        if index is None:
+            index = int(self.np_random.integers(len(self.dataset)))
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.dataset):
+            raise ValueError(f"options['task_index'] must be an int in [0, {len(self.dataset)}), got {index!r}")
+        return self.dataset[index]
+
+    def opening(self, task: Task) -> Messages:
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        messages: Messages = []
+        ok: bool | None = None if not turn.tool_calls else True
+        submitted_before = self._verdict is not None
+        for call in turn.tool_calls:
+            self._calls += 1
+            if self._verdict is not None:
+                messages.append(_tool_message(call, "Ignored: an answer was already submitted."))
+                continue
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                ok = False
+                messages.append(_tool_message(call, parsed.message))
+            elif isinstance(parsed, Calculator):
+                result = calculate(parsed.expression)
+                ok = ok and not result.startswith("Error:")
+                messages.append(_tool_message(call, result))
+            elif isinstance(parsed, SubmitAnswer):
+                self._verdict = check(parsed.answer, self.task.answer)
+                logger.debug("task %s: submitted %r -> %s", self.task.id, parsed.answer, self._verdict)
+                feedback = "Correct." if self._verdict.correct else "Incorrect."
+                messages.append(_tool_message(call, f"Answer submitted. {feedback}"))
+        if not turn.tool_calls:
+            messages.append({"role": "user", "content": NO_TOOL_CALL})
+        done = self._verdict is not None
+        # The reward is paid once, on the step that submits; later steps (if a caller keeps going) pay 0.
+        reward = self.outcome()["reward"] if done and not submitted_before else 0.0
+        info = {"verdict": self._verdict.method} if self._verdict is not None else {}
+        return Step(messages, reward=reward, terminated=done, signals=self._signals(ok), info=info)
+
+    def invalid_action(self, problem: str) -> Step:
+        step = super().invalid_action(problem)
+        return Step(step.messages, terminated=self._verdict is not None, signals=self._signals(False))
+
+    def _signals(self, tool_ok: bool | None) -> StepSignals:
+        done = self._verdict is not None
+        return StepSignals(
+            tool_ok=tool_ok,
+            progress=1.0 if done else 0.0,
+            reward_components=self.outcome()["components"],
+            extra={"calls_made": self._calls},
+        )
+
+    def outcome(self) -> dict[str, Any]:
+        verdict = self._verdict
+        correct = float(verdict is not None and verdict.correct)
+        return {
+            "reward": correct,
+            "components": {"correct": correct, "format": float(bool(verdict and verdict.parsed))},
+        }

@@ -1,0 +1,81 @@
+"""The scripted math oracle solves nearly every task; the random agent almost never does."""
+
+import rlgym_llm
+from rlgym_agents.math import MathOracleAgent
+from rlgym_agents.random_agent import RandomAgent
+
+N_TASKS = 200
+
+
+def run_episode(env, agent, seed):
+    messages, info = env.reset(seed=seed)
+    agent.reset(messages, info)
+    while True:
+        messages, _, terminated, truncated, info = env.step(agent.act(messages, info))
+        if terminated or truncated:
+            return info["outcome"]["reward"]
+
+
+def success_rate(env, agent, n=N_TASKS):
+    return sum(run_episode(env, agent, seed) for seed in range(n)) / n
+
+
+def test_oracle_solves_generated_tasks():
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=[1, 2, 3])
+    rate = success_rate(env, MathOracleAgent(env))
+    print(f"oracle success rate on {N_TASKS} generated tasks: {rate:.3f}")
+    assert rate >= 0.99
+
+
+def test_oracle_uses_the_calculator_then_submits():
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=3, kinds=["fraction"])
+    agent = MathOracleAgent(env)
+    messages, info = env.reset(seed=0)
+    agent.reset(messages, info)
+    first = agent.act(messages, info)
+    assert [c.name for c in first.tool_calls] == ["calculator"]
+    messages, *_ = env.step(first)
+    second = agent.act(messages, {})
+    assert [c.name for c in second.tool_calls] == ["submit_answer"]
+    assert second.tool_calls[0].arguments["answer"] == messages[0]["content"].split(" ≈ ")[0]
+
+
+def test_oracle_solves_the_sample_dataset():
+    env = rlgym_llm.make("rlgym/Math-v0", dataset="sample")
+    agent = MathOracleAgent(env)
+    n = len(env.unwrapped.dataset)
+    rewards = []
+    for i in range(n):
+        messages, info = env.reset(seed=i, options={"task_index": i})
+        agent.reset(messages, info)
+        _, reward, terminated, _, _ = env.step(agent.act(messages, info))
+        assert terminated
+        rewards.append(reward)
+    assert rewards == [1.0] * n
+
+
+def test_random_agent_almost_never_succeeds():
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=[1, 2, 3])
+    rate = success_rate(env, RandomAgent(seed=0))
+    print(f"random agent success rate on {N_TASKS} generated tasks: {rate:.3f}")
+    assert rate < 0.05
+
+
+def test_random_agent_is_seeded_and_follows_the_schemas():
+    env = rlgym_llm.make("rlgym/Math-v0")
+    _, info = env.reset(seed=0)
+    a, b = RandomAgent(seed=3), RandomAgent(seed=3)
+    a.reset(None, info)
+    b.reset(None, info)
+    turns_a = [a.act([], info) for _ in range(20)]
+    assert turns_a == [b.act([], info) for _ in range(20)]
+    calls = [c for t in turns_a for c in t.tool_calls]
+    assert calls and {c.name for c in calls} <= {"calculator", "submit_answer"}
+    assert any(set(c.arguments) in ({"expression"}, {"answer"}) for c in calls)
+    assert all(isinstance(v, str) for c in calls for v in c.arguments.values())
+
+
+def test_random_agent_without_tools_writes_text():
+    agent = RandomAgent(seed=1)
+    agent.reset([], {})
+    assert all(not agent.act([], {}).tool_calls for _ in range(10))
