@@ -1,0 +1,259 @@
+"""Attacks from inside the box: each is contained, reported in the ExecResult, and the box keeps working."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.sandbox import Limits
+from tests.sandbox.conftest import host_processes, still_works
+
+HERE = Path(__file__).resolve().parent
+
+
+def py(code: str) -> list[str]:
+    return ["python3", "-c", textwrap.dedent(code)]
+
+
+def test_network_is_unreachable(boxed):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = f"""
+            import socket
+            for what, call in [
+                ("connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2)),
+                ("dns", lambda: socket.getaddrinfo("example.com", 80)),
+                ("outside", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2)),
+            ]:
+                try:
+                    call()
+                    print(what, "REACHED")
+                except OSError as exc:
+                    print(what, "blocked", type(exc).__name__)
+            """
+
+        async def scenario(box):
+            result = await box.exec(py(code))
+            await still_works(box)
+            return result
+
+        result = boxed(scenario, Limits(wall_s=10))
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected to the host's port
+    assert result.exit_code == 0, result
+    assert "REACHED" not in result.stdout
+    assert result.stdout.count("blocked") == 3
+
+
+def test_writes_outside_the_work_dir_do_not_reach_the_host(boxed):
+    tag = uuid.uuid4().hex
+    targets = [f"/etc/rlgym-{tag}", f"/root/rlgym-{tag}", str(HERE / f"rlgym-{tag}"), f"/tmp/rlgym-{tag}"]
+    targets.append(f"/dev/shm/rlgym-{tag}")
+    code = f"""
+        for path in {targets!r}:
+            try:
+                with open(path, "w") as f:
+                    f.write("pwned")
+                print(path, "written")
+            except OSError as exc:
+                print(path, "refused", exc.errno)
+        """
+
+    async def scenario(box):
+        result = await box.exec(py(code))
+        await still_works(box)
+        return result
+
+    result = boxed(scenario)
+    assert result.exit_code == 0, result
+    for path in targets:  # refused, or landed in a throwaway layer that the host never sees
+        assert not os.path.exists(path), path
+    assert "refused" in result.stdout  # at least the read-only system dirs refuse outright
+
+
+def test_host_files_and_caller_env_are_unreadable(boxed, monkeypatch):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("RLGYM_TEST_SECRET", secret)
+    private_dir = tempfile.mkdtemp(dir=HERE, prefix=".probe-")
+    try:
+        os.chmod(private_dir, 0o755)
+        secret_file = os.path.join(private_dir, "secret.txt")
+        with open(secret_file, "w") as f:
+            f.write(secret)
+        os.chmod(secret_file, 0o600)
+        code = f"""
+            import os
+            print("env", os.environ.get("RLGYM_TEST_SECRET"), sorted(os.environ))
+            for path in [{secret_file!r}, "/proc/{os.getpid()}/environ", "/proc/1/environ", "/proc/self/environ"]:
+                try:
+                    print(path, open(path, "rb").read())
+                except OSError as exc:
+                    print(path, "refused", exc.errno)
+            """
+
+        async def scenario(box):
+            result = await box.exec(py(code))
+            shell = await box.exec(["sh", "-c", f"cat {secret_file}; env; cat /proc/{os.getpid()}/environ"])
+            await still_works(box)
+            return result, shell
+
+        result, shell = boxed(scenario)
+    finally:
+        os.unlink(secret_file)
+        os.rmdir(private_dir)
+    assert result.exit_code == 0, result
+    assert f"{secret_file} refused" in result.stdout
+    for out in (result, shell):
+        assert secret not in out.stdout + out.stderr
+
+
+def test_fork_bomb_is_contained(boxed):
+    code = """
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+        """
+
+    async def scenario(box):
+        start = time.monotonic()
+        result = await box.exec(py(code), timeout=3)
+        elapsed = time.monotonic() - start
+        await still_works(box)
+        return result, elapsed
+
+    result, elapsed = boxed(scenario, Limits(wall_s=3, max_procs=32, cpu_s=3))
+    assert elapsed < 15, elapsed
+    assert not result.ok
+    assert result.timed_out or result.signal is not None, result
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        py("x = bytearray(4 * 1024**3)"),
+        py("chunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024**2))"),
+        ["sh", "-c", "python3 -c 'bytearray(4 * 1024**3)'"],
+    ],
+    ids=["one-big", "growing", "subprocess"],
+)
+def test_memory_bomb_is_contained(boxed, argv):
+    async def scenario(box):
+        result = await box.exec(argv)
+        await still_works(box)
+        return result
+
+    result = boxed(scenario, Limits(memory_mb=256, wall_s=20))
+    assert not result.ok
+    assert result.oom_killed or result.signal == signal.SIGKILL, result
+    assert result.duration_s < 15
+
+
+def test_cpu_loop_is_killed(boxed):
+    async def scenario(box):
+        result = await box.exec(py("while True:\n    pass"))
+        await still_works(box)
+        return result
+
+    result = boxed(scenario, Limits(cpu_s=1, wall_s=5))
+    assert result.timed_out, result
+    assert result.duration_s < 4.5
+
+
+def test_sleep_past_the_timeout_returns_near_the_timeout(boxed):
+    async def scenario(box):
+        start = time.monotonic()
+        result = await box.exec(py("import time; print('start', flush=True); time.sleep(60)"), timeout=1.0)
+        elapsed = time.monotonic() - start
+        await still_works(box)
+        return result, elapsed
+
+    result, elapsed = boxed(scenario, Limits(wall_s=30))
+    assert result.timed_out and not result.ok, result
+    assert result.stdout == "start\n"  # output produced before the kill is kept
+    assert 0.9 <= elapsed < 3.0, elapsed
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_output_flood_is_capped_and_returns_fast(boxed, stream):
+    code = f"import sys\nwhile True:\n    sys.{stream}.write('x' * 65536)"
+
+    async def scenario(box):
+        start = time.monotonic()
+        result = await box.exec(py(code))
+        elapsed = time.monotonic() - start
+        await still_works(box)
+        return result, elapsed
+
+    result, elapsed = boxed(scenario, Limits(output_bytes=1000, wall_s=30))
+    assert result.truncated, result
+    assert len(getattr(result, stream).encode()) <= 1000
+    assert set(getattr(result, stream)) == {"x"}
+    assert elapsed < 10, elapsed
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        py("import os, signal; os.kill(os.getppid(), signal.SIGKILL); print('after')"),
+        py("import os, signal; os.killpg(0, signal.SIGKILL)"),
+        py("import os, signal; os.kill(-1, signal.SIGKILL)"),
+        ["sh", "-c", "kill -9 -1; kill -9 0; kill -9 $PPID; echo done"],
+    ],
+    ids=["kill-parent", "killpg-own-group", "kill-all", "shell-kill"],
+)
+def test_signalling_the_parent_leaves_the_host_and_box_alive(boxed, argv):
+    async def scenario(box):
+        pid = getattr(box, "worker_pid", None)
+        result = await box.exec(argv)
+        await still_works(box)
+        if pid is not None:
+            os.kill(pid, 0)  # the worker is still there (raises if it died)
+        return result
+
+    result = boxed(scenario)
+    assert result.duration_s < 5
+    assert result.error is None
+
+
+@pytest.mark.parametrize("how", ["shell-background", "double-fork-setsid"])
+def test_background_processes_do_not_survive(boxed, how):
+    marker = f"1000.{uuid.uuid4().int % 10**6}"
+    if how == "shell-background":
+        argv = ["sh", "-c", f"sleep {marker} & sleep {marker} & echo started"]
+    else:
+        argv = py(f"""
+            import os
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    os.execvp("sleep", ["sleep", "{marker}"])
+                os._exit(0)
+            print("started")
+            """)
+
+    async def scenario(box):
+        start = time.monotonic()
+        result = await box.exec(argv, timeout=20)
+        elapsed = time.monotonic() - start
+        leftovers = [p for p in host_processes() if marker in p[2]]
+        await still_works(box)
+        return result, elapsed, leftovers
+
+    result, elapsed, leftovers = boxed(scenario)
+    assert result.stdout == "started\n", result
+    assert elapsed < 10, "the exec waited for the background process instead of killing it"
+    assert leftovers == []

@@ -1,0 +1,155 @@
+"""The local backend: in-process `python` runs behave like a fresh interpreter; files; isolation report."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.sandbox import Limits, SandboxPathError
+from rlgym_llm.sandbox.local import LocalSandbox
+from tests.sandbox.conftest import host_processes
+
+ROOT = os.geteuid() == 0
+
+
+def run(scenario, limits=None, **kwargs):
+    async def main():
+        async with LocalSandbox(limits or Limits(wall_s=10), **kwargs) as box:
+            return await scenario(box)
+
+    return asyncio.run(main())
+
+
+CASES = [
+    "print('hi')",
+    "import sys; sys.exit(3)",
+    "import sys; sys.exit('bye')",
+    "raise SystemExit",
+    "raise ValueError('boom')",
+    "x = (",
+    "import sys; print(sys.argv)",
+    "import sys; print(sys.stdin.read().upper())",
+    "import atexit; atexit.register(print, 'at exit'); print('body')",
+    "import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()",
+    "import sys; sys.stdout.write('no newline'); sys.stderr.write('err')",
+    "import __main__; print(__name__, __main__.__dict__.get('leak'))",
+]
+
+
+@pytest.mark.parametrize("code", CASES)
+def test_in_process_python_matches_a_fresh_interpreter(code):
+    """Same stdout, stderr and exit code as `subprocess.run([sys.executable, "-c", code])`."""
+    argv = [sys.executable, "-c", code, "arg1", "arg 2"]
+    expected = subprocess.run(argv, input="stdin text", capture_output=True, text=True, env={"PATH": "/usr/bin"})
+
+    async def scenario(box):
+        await box.exec(["python3", "-c", "leak = 1"])  # globals of one run must not reach the next
+        return await box.exec(argv, stdin="stdin text")
+
+    result = run(scenario)
+    assert (result.stdout, result.stderr, result.exit_code) == (expected.stdout, expected.stderr, expected.returncode)
+
+
+def test_script_files_run_in_process_with_their_own_argv_and_path():
+    async def scenario(box):
+        await box.write_file("pkg/helper.py", "VALUE = 41\n")
+        await box.write_file("pkg/main.py", "import sys, helper\nprint(helper.VALUE + 1, sys.argv, __file__)\n")
+        ok = await box.exec(["python", "pkg/main.py", "x"])
+        missing = await box.exec(["python", "nope.py"])
+        return ok, missing
+
+    ok, missing = run(scenario)
+    assert ok.stdout == "42 ['pkg/main.py', 'x'] pkg/main.py\n", ok
+    assert missing.exit_code == 2 and "can't open file 'nope.py'" in missing.stderr
+
+
+def test_other_programs_stdin_cwd_and_env():
+    async def scenario(box):
+        await box.write_file("sub/data.txt", "abc")
+        cat = await box.exec(
+            ["sh", "-c", 'pwd; cat data.txt; echo " $GREETING"; cat'], stdin=b"in", cwd="sub", env={"GREETING": "hello"}
+        )
+        missing = await box.exec(["definitely-not-a-program"])
+        bad_cwd = await box.exec(["true"], cwd="no/such/dir")
+        return cat, missing, bad_cwd
+
+    cat, missing, bad_cwd = run(scenario)
+    assert cat.ok and cat.stdout.endswith("/sub\nabc hello\nin"), cat
+    assert missing.exit_code is None and "definitely-not-a-program" in missing.error
+    assert not bad_cwd.ok and bad_cwd.error
+
+
+def test_files_round_trip_and_paths_stay_inside():
+    blob = bytes(range(256)) * 100
+
+    async def scenario(box):
+        await box.write_file("a/b/blob.bin", blob)
+        await box.write_file("text.txt", "héllo")
+        back = await box.read_file("a/b/blob.bin"), await box.read_file("text.txt")
+        made = await box.exec(["sh", "-c", "echo made > out.txt; ln -s /etc/passwd link"])
+        out = await box.read_file("out.txt")
+        with pytest.raises(OSError):  # a box-made symlink must not let the host read its files
+            await box.read_file("link")
+        with pytest.raises(OSError):
+            await box.write_file("link", "overwrite /etc/passwd?")
+        for bad in ("/etc/passwd", "../escape"):
+            with pytest.raises(SandboxPathError):
+                await box.read_file(bad)
+            with pytest.raises(SandboxPathError):
+                await box.write_file(bad, "x")
+        with pytest.raises(FileNotFoundError):
+            await box.read_file("missing.txt")
+        return back, made, out
+
+    passwd = Path("/etc/passwd").read_bytes()
+    back, made, out = run(scenario)
+    assert back == (blob, "héllo".encode())
+    assert made.ok and out == b"made\n"
+    assert Path("/etc/passwd").read_bytes() == passwd
+
+
+@pytest.mark.skipif(not ROOT, reason="namespaces and the uid drop need root")
+def test_every_isolation_layer_is_in_effect_as_root():
+    async def scenario(box):
+        ids = await box.exec(["sh", "-c", "id -u; echo $$; ls /proc | grep -c '^[0-9]'"])
+        return box.missing_isolation(), box.uid, ids
+
+    missing, uid, ids = run(scenario, require_isolation=True)
+    assert missing == []
+    uid_seen, pid, nprocs = ids.stdout.split()
+    assert int(uid_seen) == uid >= 1_000_000
+    assert int(pid) <= 3 and int(nprocs) <= 5  # a PID namespace of its own, with its own /proc
+
+
+@pytest.mark.skipif(not ROOT, reason="the per-box uid needs root")
+def test_no_process_of_the_box_uid_survives_an_exec():
+    code = (
+        "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid(); time.sleep(100)\nprint('ok')"
+    )
+
+    async def scenario(box):
+        result = await box.exec(["python3", "-c", code])
+        return result, [p for p in host_processes() if p[1] == box.uid]
+
+    result, leftovers = run(scenario, Limits(wall_s=10, max_procs=16))
+    assert result.stdout == "ok\n" and leftovers == []
+
+
+def test_closed_box_leaves_no_worker_and_no_work_dir():
+    async def main():
+        box = LocalSandbox()
+        await box.start()
+        pid, work_dir = box.worker_pid, box.work_dir
+        assert (await box.exec(["true"])).ok
+        await box.close()
+        await box.close()  # idempotent
+        return pid, work_dir
+
+    pid, work_dir = asyncio.run(main())
+    assert not os.path.exists(work_dir)
+    assert pid not in [p[0] for p in host_processes()]
