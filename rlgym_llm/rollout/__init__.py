@@ -1,0 +1,1 @@
+"""Rollout: policies (token in, token out), tokenization, the async manager, the Ray runner."""

@@ -1,0 +1,220 @@
+"""A local transformers policy: batched sampling with exact per-token logprobs.
+
+Concurrent `generate` calls (one per episode in the rollout manager) are gathered into batches and
+run in a worker thread, so env steps keep running on the event loop while the model computes.
+Logprobs are `log_softmax` of the model's raw logits at each sampled position (not of the processed
+scores after temperature / top-p), which is what the trainer recomputes by teacher forcing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlgym_llm.core.errors import MissingDependencyError
+from rlgym_llm.rollout.errors import ContextOverflowError
+from rlgym_llm.rollout.policy import Completion, SamplingParams
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Request:
+    prompt: list[int]
+    sampling: SamplingParams
+    future: asyncio.Future
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise MissingDependencyError("torch", "train", "the transformers policy") from e
+    return torch
+
+
+class TransformersPolicy:
+    """Sample from a Hugging Face causal LM held in this process.
+
+    Args:
+        model: a `PreTrainedModel` (put in eval mode; the trainer may share it and update it in place).
+        tokenizer: its tokenizer (for EOS/pad ids and decoding).
+        max_batch_size: the most requests run together.
+        batch_wait_s: how long the batcher waits for more requests before running a batch.
+        max_context: the context window (default: the model's `max_position_embeddings`).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        max_batch_size: int = 32,
+        batch_wait_s: float = 0.002,
+        max_context: int | None = None,
+    ):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        self.batch_wait_s = batch_wait_s
+        self.max_context = max_context or int(getattr(model.config, "max_position_embeddings", 2048))
+        self.eos_ids = {tokenizer.eos_token_id} - {None}
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        if gen_eos is not None:
+            self.eos_ids |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
+        self._pending: list[_Request] = []
+        self._worker: asyncio.Task | None = None
+        self._lock = threading.Lock()  # one forward pass at a time (the trainer may share the model)
+        self._calls = 0
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kwargs: Any) -> TransformersPolicy:
+        """Load model and tokenizer from a folder (fp32, eval mode)."""
+        _torch()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+        model.eval()
+        return cls(model, AutoTokenizer.from_pretrained(path), **kwargs)
+
+    # --- async API used by the rollout manager -------------------------------------------------
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
+        """Queue one request; it runs in the next batch of concurrent requests."""
+        loop = asyncio.get_running_loop()
+        request = _Request(list(prompt_token_ids), sampling, loop.create_future())
+        self._pending.append(request)
+        if self._worker is None or self._worker.done():
+            self._worker = loop.create_task(self._drain())
+        return await request.future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            await asyncio.sleep(self.batch_wait_s)  # let concurrent episodes add their requests
+            batch, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size :]
+            groups: dict[SamplingParams, list[_Request]] = {}
+            for r in batch:
+                groups.setdefault(_batch_key(r.sampling), []).append(r)
+            for reqs in groups.values():
+                try:
+                    outs = await asyncio.to_thread(
+                        self.generate_batch, [r.prompt for r in reqs], [r.sampling for r in reqs]
+                    )
+                except Exception as e:  # delivered to each caller, who classifies it
+                    for r in reqs:
+                        if not r.future.done():
+                            r.future.set_exception(e)
+                    continue
+                for r, out in zip(reqs, outs):
+                    if not r.future.done():
+                        r.future.set_result(out)
+
+    # --- sync API ---------------------------------------------------------------------------------
+
+    def generate_batch(self, prompts: Sequence[Sequence[int]], samplings: Sequence[SamplingParams]) -> list[Completion]:
+        """Sample one completion per prompt. Requests in one batch share temperature/top-p/top-k.
+
+        Raises:
+            ContextOverflowError: a prompt leaves no room to generate.
+        """
+        torch = _torch()
+        sp = samplings[0]
+        for p in prompts:
+            if len(p) >= self.max_context:
+                raise ContextOverflowError(f"prompt of {len(p)} tokens fills the {self.max_context}-token context")
+        budget = min(max(s.max_tokens for s in samplings), self.max_context - max(len(p) for p in prompts))
+        limits = [min(s.max_tokens, budget) for s in samplings]
+        generators = []
+        for s in samplings:
+            self._calls += 1
+            g = torch.Generator().manual_seed(s.seed if s.seed is not None else 0x5EED + self._calls)
+            generators.append(g)
+        stops = [self.eos_ids | set(s.stop_token_ids) for s in samplings]
+
+        with self._lock, torch.no_grad():
+            ids, mask = self._left_pad(prompts)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+            past, logits = out.past_key_values, out.logits[:, -1, :]
+            n = len(prompts)
+            tokens: list[list[int]] = [[] for _ in range(n)]
+            logps: list[list[float]] = [[] for _ in range(n)]
+            finish = ["length"] * n
+            active = [True] * n
+            for step in range(max(limits)):
+                raw_logp = torch.log_softmax(logits.float(), dim=-1)  # (n, vocab)
+                nxt = self._sample(logits.float(), sp, generators)  # (n,)
+                for i in range(n):
+                    if not active[i]:
+                        continue
+                    t = int(nxt[i])
+                    tokens[i].append(t)
+                    logps[i].append(float(raw_logp[i, t]))
+                    if t in stops[i]:
+                        active[i], finish[i] = False, "stop"
+                    elif len(tokens[i]) >= limits[i]:
+                        active[i] = False
+                if not any(active) or step == max(limits) - 1:
+                    break
+                feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in range(n)])
+                mask = torch.cat([mask, torch.ones(n, 1, dtype=mask.dtype)], dim=1)
+                positions = positions[:, -1:] + 1
+                out = self.model(
+                    input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=past, use_cache=True
+                )
+                past, logits = out.past_key_values, out.logits[:, -1, :]
+        return [
+            Completion(
+                token_ids=tuple(tokens[i]),
+                logprobs=tuple(logps[i]),
+                text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
+                finish_reason=finish[i],
+            )
+            for i in range(n)
+        ]
+
+    def score(self, prompt_token_ids: Sequence[int], completion_token_ids: Sequence[int]) -> list[float]:
+        """Teacher-forced logprobs of `completion_token_ids` given `prompt_token_ids` (no sampling)."""
+        torch = _torch()
+        ids = torch.tensor([list(prompt_token_ids) + list(completion_token_ids)])
+        with self._lock, torch.no_grad():
+            logits = self.model(input_ids=ids).logits[0].float()
+        logp = torch.log_softmax(logits[len(prompt_token_ids) - 1 : -1], dim=-1)
+        target = torch.tensor(list(completion_token_ids))
+        return logp.gather(1, target[:, None])[:, 0].tolist()
+
+    def _left_pad(self, prompts: Sequence[Sequence[int]]):
+        torch = _torch()
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        return ids, mask
+
+    @staticmethod
+    def _sample(logits, sp: SamplingParams, generators):
+        torch = _torch()
+        if sp.greedy:
+            return logits.argmax(-1)
+        logits = logits / sp.temperature
+        if sp.top_k and sp.top_k > 0:
+            kth = torch.topk(logits, min(sp.top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, dim=-1)
+        if sp.top_p < 1.0:
+            sorted_p, order = probs.sort(dim=-1, descending=True)
+            keep = sorted_p.cumsum(-1) - sorted_p < sp.top_p  # always keeps the top token
+            sorted_p = sorted_p * keep
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        return torch.stack([torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(generators)])
+
+
+def _batch_key(sp: SamplingParams) -> SamplingParams:
+    """Requests that may share a batch: same distribution, any length / seed / stop ids."""
+    return SamplingParams(temperature=sp.temperature, top_p=sp.top_p, top_k=sp.top_k)

@@ -1,0 +1,310 @@
+"""The async multi-turn rollout manager.
+
+Per episode: env messages -> agent renders token ids -> policy generates ids + logprobs -> agent parses
+the text into an action -> env steps -> the env's reply is rendered and appended to the context.
+Many episodes run concurrently (bounded). A failure never escapes a batch: it is classified
+(policy / env / sandbox / engine), recorded on the trajectory, and the trajectory is returned, so the
+number of trajectories out always equals the number of episodes in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from rlgym_llm.core.env import Env
+from rlgym_llm.core.registry import make
+from rlgym_llm.core.types import AssistantTurn, Failure, FailureKind, Message, Messages, Trajectory, Turn
+from rlgym_llm.rollout.errors import classify, is_transient
+from rlgym_llm.rollout.policy import Completion, Policy, SamplingParams
+from rlgym_llm.rollout.store import TrajectoryWriter
+from rlgym_llm.rollout.tokens import TokenDriftError, check_tokens
+
+logger = logging.getLogger(__name__)
+
+
+class Agent(Protocol):
+    """What the manager needs from an agent (see `rlgym_agents.ToolCallingAgent`)."""
+
+    def prepare(self, opening: Messages) -> Messages: ...
+    def render_prompt(self, messages: Messages, tools: Sequence[dict] | None) -> list[int]: ...
+    def render_continuation(
+        self, history: Messages, new_messages: Messages, tools: Sequence[dict] | None, completion_closed: bool
+    ) -> list[int]: ...
+    def render_text(self, messages: Messages, tools: Sequence[dict] | None, generation_prompt: bool) -> str: ...
+    def assistant_message(self, completion_text: str) -> Message: ...
+    def parse(self, text: str) -> AssistantTurn: ...
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """Limits and behaviour of a rollout batch.
+
+    Args:
+        group_size: G samples per task, all reset with the task's seed (identical openings).
+        max_turns: assistant turns per episode (the env's own turn limit may end it sooner).
+        max_context: the most tokens an episode's context may reach; past it the episode is truncated.
+        concurrency: the most episodes in flight at once.
+        call_timeout_s: limit for one generate call.
+        episode_timeout_s: limit for a whole episode.
+        retries: extra attempts for an infrastructure error of one generate call.
+        retry_backoff_s: the first retry's delay; it doubles each time.
+        token_check: compare the incremental context with a fresh rendering: off, warn, or strict
+            (strict records a drift as a policy failure).
+        env_in_thread: run env.reset/step in worker threads so slow envs (sandboxes) overlap with
+            generation. Turn off for envs that must stay on the main thread.
+    """
+
+    group_size: int = 1
+    max_turns: int = 8
+    max_context: int = 2048
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    concurrency: int = 64
+    call_timeout_s: float = 120.0
+    episode_timeout_s: float = 600.0
+    retries: int = 2
+    retry_backoff_s: float = 0.5
+    token_check: Literal["off", "warn", "strict"] = "warn"
+    env_in_thread: bool = True
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name} must be >= 1, got {getattr(self, name)}"
+            for name in ("group_size", "max_turns", "max_context", "concurrency")
+            if getattr(self, name) < 1
+        ]
+        if self.token_check not in ("off", "warn", "strict"):
+            problems.append(f"token_check must be off, warn or strict, got {self.token_check!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Which task to roll out: the seed (and reset options) that select it."""
+
+    seed: int
+    options: dict[str, Any] | None = None
+
+
+@dataclass
+class RolloutStats:
+    """Throughput and where the time went, for one `run`."""
+
+    episodes: int = 0
+    turns: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    generate_s: float = 0.0
+    env_s: float = 0.0
+    failures: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, float]:
+        wall = max(self.wall_s, 1e-9)
+        out = {
+            "episodes": self.episodes,
+            "turns": self.turns,
+            "episodes_per_s": self.episodes / wall,
+            "tokens_per_s": self.completion_tokens / wall,
+            "generate_s": self.generate_s,
+            "env_s": self.env_s,
+            "wall_s": self.wall_s,
+        }
+        out.update({f"failures/{k.value}": float(self.failures.get(k, 0)) for k in FailureKind})
+        return out
+
+
+class _EpisodeFailed(Exception):
+    def __init__(self, failure: Failure):
+        self.failure = failure
+
+
+class RolloutManager:
+    """Run episodes of one env with one agent and one policy, concurrently.
+
+    Args:
+        env: a registered env id (a fresh `make(env, **env_kwargs)` per episode) or a zero-argument
+            factory returning an env.
+        agent: renders and parses (see `Agent`).
+        policy: generates (see `Policy`).
+        config: limits and behaviour.
+        writer: optional JSONL sink; each finished trajectory is written as soon as it ends.
+        on_episode: optional callback after each episode (e.g. a progress bar update).
+    """
+
+    def __init__(
+        self,
+        env: str | Callable[[], Any],
+        agent: Agent,
+        policy: Policy,
+        config: RolloutConfig | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        writer: TrajectoryWriter | None = None,
+        on_episode: Callable[[Trajectory], None] | None = None,
+    ):
+        self.env_id = env if isinstance(env, str) else getattr(env, "__name__", "custom")
+        self._env_factory = (lambda: make(env, **(env_kwargs or {}))) if isinstance(env, str) else env
+        self.agent, self.policy = agent, policy
+        self.config = config or RolloutConfig()
+        self.writer, self.on_episode = writer, on_episode
+        self.stats = RolloutStats()
+
+    def run_sync(self, tasks: Sequence[TaskRef | int]) -> list[Trajectory]:
+        """`run` from synchronous code."""
+        return asyncio.run(self.run(tasks))
+
+    async def run(self, tasks: Sequence[TaskRef | int]) -> list[Trajectory]:
+        """Roll out `group_size` episodes per task; returns them grouped, in task order."""
+        cfg = self.config
+        refs = [t if isinstance(t, TaskRef) else TaskRef(seed=int(t)) for t in tasks]
+        self.stats = RolloutStats()
+        sem = asyncio.Semaphore(cfg.concurrency)
+        start = time.perf_counter()
+
+        async def bounded(ref: TaskRef, group: int, sample: int) -> Trajectory:
+            async with sem:
+                return await self._episode(ref, group, sample)
+
+        jobs = [bounded(ref, g, i) for g, ref in enumerate(refs) for i in range(cfg.group_size)]
+        trajectories = await asyncio.gather(*jobs)
+        self.stats.wall_s = time.perf_counter() - start
+        return list(trajectories)
+
+    async def _episode(self, ref: TaskRef, group: int, sample: int) -> Trajectory:
+        traj = Trajectory(env_id=self.env_id, seed=ref.seed, task_id="", group_id=f"{group}", sample_index=sample)
+        traj.metadata["options"] = ref.options
+        phase = {"name": "env", "turn": None}
+        try:
+            await asyncio.wait_for(self._play(traj, ref, phase), timeout=self.config.episode_timeout_s)
+        except _EpisodeFailed as e:
+            traj.failures.append(e.failure)
+        except asyncio.TimeoutError:
+            kind = FailureKind.ENGINE if phase["name"] == "generate" else FailureKind.ENV
+            traj.failures.append(
+                Failure(kind, "EpisodeTimeout", f"episode exceeded {self.config.episode_timeout_s}s in {phase['name']}", phase["turn"])
+            )
+        except Exception as e:  # the batch must survive anything; the trajectory says what happened
+            kind = classify(e, default=FailureKind.ENV if phase["name"] == "env" else FailureKind.POLICY)
+            traj.failures.append(Failure(kind, type(e).__name__, str(e)[:2000], phase["turn"]))
+        for f in traj.failures:
+            self.stats.failures[f.kind] += 1
+            logger.warning("episode %s/%s failed (%s): %s: %s", group, sample, f.kind.value, f.error_type, f.message[:200])
+        self.stats.episodes += 1
+        if self.writer is not None:
+            self.writer.write(traj)
+        if self.on_episode is not None:
+            self.on_episode(traj)
+        return traj
+
+    async def _env_call(self, fn: Callable, *args: Any, phase: dict, turn: int | None) -> Any:
+        phase["name"], phase["turn"] = "env", turn
+        t0 = time.perf_counter()
+        try:
+            result = await asyncio.to_thread(fn, *args) if self.config.env_in_thread else fn(*args)
+            # A remote env (the Ray runner's proxy) answers with awaitables.
+            return await result if inspect.isawaitable(result) else result
+        except Exception as e:
+            raise _EpisodeFailed(Failure(classify(e, default=FailureKind.ENV), type(e).__name__, str(e)[:2000], turn)) from e
+        finally:
+            self.stats.env_s += time.perf_counter() - t0
+
+    async def _final_outcome(self, env: Any, phase: dict, turn: int | None) -> dict[str, Any]:
+        """The outcome of an episode that ended without one in its last step (e.g. cut off by our limits)."""
+        return await self._env_call(_outcome_of, env, phase=phase, turn=turn)
+
+    async def _generate(self, ids: list[int], turn: int, phase: dict) -> Completion:
+        cfg = self.config
+        phase["name"], phase["turn"] = "generate", turn
+        budget = cfg.max_context - len(ids)
+        sampling = cfg.sampling
+        if budget < sampling.max_tokens:
+            sampling = SamplingParams(**{**sampling.__dict__, "max_tokens": budget})
+        last: Exception | None = None
+        for attempt in range(cfg.retries + 1):
+            t0 = time.perf_counter()
+            try:
+                return await asyncio.wait_for(self.policy.generate(ids, sampling), timeout=cfg.call_timeout_s)
+            except Exception as e:
+                last = e
+                kind = classify(e, default=FailureKind.ENGINE)
+                if kind is not FailureKind.ENGINE or not is_transient(e) or attempt == cfg.retries:
+                    raise _EpisodeFailed(Failure(kind, type(e).__name__, str(e)[:2000] or repr(e), turn, attempt + 1)) from e
+                await asyncio.sleep(cfg.retry_backoff_s * 2**attempt)
+            finally:
+                self.stats.generate_s += time.perf_counter() - t0
+        raise AssertionError(f"unreachable: {last!r}")
+
+    async def _play(self, traj: Trajectory, ref: TaskRef, phase: dict) -> None:
+        cfg = self.config
+        env = self._env_factory()
+        try:
+            opening, info = await self._env_call(
+                lambda: env.reset(seed=ref.seed, options=ref.options), phase=phase, turn=None
+            )
+            traj.task_id, traj.opening = str(info.get("task_id", "")), list(opening)
+            tools = info.get("tools")
+            history = self.agent.prepare(opening)
+            traj.prompt_token_ids = tuple(self.agent.render_prompt(history, tools))
+            ids = list(traj.prompt_token_ids)
+            pending_obs: list[int] = []
+            for t in range(cfg.max_turns):
+                if len(ids) >= cfg.max_context:
+                    traj.metadata["truncated_by"] = "context"
+                    traj.outcome = await self._final_outcome(env, phase, t)
+                    break
+                completion = await self._generate(ids, t, phase)
+                action = self.agent.parse(completion.text)
+                obs, reward, terminated, truncated, step_info = await self._env_call(env.step, action, phase=phase, turn=t)
+                history.append(self.agent.assistant_message(completion.text))
+                traj.turns.append(
+                    Turn(
+                        index=t,
+                        action=action,
+                        observation=list(obs),
+                        reward=float(reward),
+                        terminated=bool(terminated),
+                        truncated=bool(truncated),
+                        signals=step_info.get("signals", {}),
+                        obs_token_ids=tuple(pending_obs),
+                        completion_token_ids=completion.token_ids,
+                        completion_logprobs=completion.logprobs,
+                        finish_reason=completion.finish_reason,
+                    )
+                )
+                self.stats.turns += 1
+                self.stats.completion_tokens += len(completion.token_ids)
+                ids += completion.token_ids
+                if terminated or truncated:
+                    traj.outcome = step_info.get("outcome") or await self._final_outcome(env, phase, t)
+                    break
+                pending_obs = self.agent.render_continuation(
+                    history, list(obs), tools, completion_closed=completion.finish_reason == "stop"
+                )
+                history.extend(obs)
+                ids += pending_obs
+            else:
+                traj.metadata["truncated_by"] = "max_turns"
+                traj.outcome = await self._final_outcome(env, phase, cfg.max_turns - 1)
+            if cfg.token_check != "off":
+                self._check_tokens(traj, history, tools)
+        finally:
+            env.close()
+
+    def _check_tokens(self, traj: Trajectory, history: Messages, tools: Any) -> None:
+        report = check_tokens(self.agent, traj, history, tools)
+        traj.metadata["token_check"] = report.to_dict()
+        if report.drift:
+            if self.config.token_check == "strict":
+                raise _EpisodeFailed(Failure(FailureKind.POLICY, TokenDriftError.__name__, report.describe()))
+            logger.warning("token drift in %s seed %s: %s", traj.env_id, traj.seed, report.describe())
+
+
+def _outcome_of(env: Any) -> dict[str, Any]:
+    outcome = getattr(getattr(env, "unwrapped", env), "outcome", None)
+    return outcome() if callable(outcome) and isinstance(getattr(env, "unwrapped", env), Env) else {"reward": 0.0}

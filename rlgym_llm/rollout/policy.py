@@ -1,0 +1,80 @@
+"""The policy contract: token ids in, token ids and their logprobs out.
+
+Every backend (local transformers, an OpenAI-compatible server such as vLLM, scripted fakes)
+implements `Policy.generate`. Keeping the exchange at the token level means the trainer sees exactly
+the ids the engine sampled, with the engine's logprobs, and nothing is re-tokenized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one completion.
+
+    Args:
+        max_tokens: the most tokens to generate.
+        temperature: 0 means greedy.
+        top_p: nucleus sampling mass (1.0: off).
+        top_k: keep the k most likely tokens (0 or -1: off).
+        stop_token_ids: extra ids that end the completion (the tokenizer's EOS always does).
+        seed: per-request seed for reproducible sampling, where the backend supports it.
+    """
+
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.max_tokens < 1:
+            problems.append(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            problems.append(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            problems.append(f"top_p must be in (0, 1], got {self.top_p}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion.
+
+    Args:
+        token_ids: the generated ids, the stop token included when generation stopped on one.
+        logprobs: log pi(token | context) of each generated id under the model's raw distribution
+            (before temperature, top-p or top-k), as the trainer recomputes it.
+        text: the decoded text (special tokens skipped).
+        finish_reason: "stop" (EOS or a stop id) or "length" (max_tokens or context full).
+    """
+
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    text: str
+    finish_reason: str
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.token_ids) != len(self.logprobs):
+            raise ValueError(f"{len(self.token_ids)} token ids but {len(self.logprobs)} logprobs")
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that turns a prompt of token ids into a `Completion`."""
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
+        """Sample one completion of `prompt_token_ids`."""
+        ...
