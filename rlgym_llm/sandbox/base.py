@@ -53,6 +53,8 @@ class SandboxError(RlgymError):
     `timed_out`, `oom_killed` or a `signal`.
     """
 
+    failure_kind = "sandbox"  # how the rollout manager classifies it
+
 
 class SandboxPathError(RlgymError, ValueError):
     """A file path given to a sandbox is absolute or escapes the box's work dir (API misuse)."""
