@@ -1,7 +1,7 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,dev
+EXTRAS ?= train,docker,ray,search,gui,dev
 
 .PHONY: install services test test-fast lint format demo bench clean
 

@@ -1,0 +1,252 @@
+"""`rlgym/GUI-v0`: operate deterministic fake phone apps through their accessibility tree.
+
+Each episode draws a goal for one app (settings, mail, shop checkout, file manager by default) and
+starts on the home screen, so the agent navigates home -> app -> sub-screens past distractor apps,
+settings, mails, products and files. Observations are the accessibility tree as text; with
+`render_screenshot=True` (or `options={"render_screenshot": True}`) `info["screenshot"]` also holds
+a PNG of the screen, base64-encoded so `info` stays JSON (it drops straight into an image data URL:
+`"data:image/png;base64," + info["screenshot"]`). Screenshots need Pillow (the `gui` extra).
+
+Reward: 1.0 when `done()` is called with every goal predicate satisfied, else 0.0; `done()` ends
+the episode. Signals: `tool_ok`, `subgoals` (met, total), `progress` (met / total), `state_key`
+(sha1 of the canonical device state: equal states, equal keys, whatever the path) and the extra
+`invalid_action` (the UI rejected an action or a tool call was malformed).
+
+Ground truth lives in `env.task.hidden` (`app`, `preds`, `relevant`, `texts`, `initial_state`).
+The goal text itself is the prompt, and the answer is an action sequence rather than a string, so
+`Task.secrets()` is empty: nothing in an observation can leak the solution.
+
+Reset options: `app` (draw the goal for this app) and `render_screenshot` (bool).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rlgym_envs.gui.app import App, Pred, clone
+from rlgym_envs.gui.apps import DEFAULT_APPS
+from rlgym_envs.gui.device import Device, InvalidAction, state_key
+from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolError, parse_call
+
+MAX_CALLS_PER_TURN = 16  # one tool message per call; keeps every observation inside the ChatSpace
+
+SYSTEM_PROMPT = """You operate a phone through its accessibility tree. Each screen lists one element a line: \
+[id] role "label" and its state (on/off, checked, value, options, disabled).
+Tools: click(id) presses a button, link, list item, switch or checkbox; type(id, text) replaces the text of a \
+textbox; select(id, option) picks a combobox option; scroll(direction) shows list items hidden "up" or "down"; \
+back() returns to the previous screen; done() ends the episode when the goal is reached.
+Ids refer to the most recent screen and change from screen to screen."""
+
+
+class Click(Tool):
+    """Click an element of the current screen: a button, link, list item, switch or checkbox."""
+
+    name: ClassVar[str] = "click"
+    id: int = Field(description="the element's id, the number in [brackets]")
+
+
+class TypeText(Tool):
+    """Replace the text of a textbox of the current screen."""
+
+    name: ClassVar[str] = "type"
+    id: int = Field(description="the textbox's id")
+    text: str = Field(max_length=500, description="the new text")
+
+
+class Select(Tool):
+    """Choose an option of a combobox of the current screen."""
+
+    name: ClassVar[str] = "select"
+    id: int = Field(description="the combobox's id")
+    option: str = Field(description="one of the combobox's options, exactly as listed")
+
+
+class Scroll(Tool):
+    """Scroll the current screen's list to show items hidden above or below."""
+
+    name: ClassVar[str] = "scroll"
+    direction: Literal["up", "down"]
+
+
+class Back(Tool):
+    """Go back to the previous screen."""
+
+    name: ClassVar[str] = "back"
+
+
+class Done(Tool):
+    """Declare the goal reached. Ends the episode."""
+
+    name: ClassVar[str] = "done"
+
+
+class GUIEnv(Env):
+    """Fake phone apps driven by click/type/select/scroll/back/done.
+
+    Args:
+        apps: the installed apps (`App` instances, names unique); default: settings, mail, shop, files.
+        task_apps: names of the apps goals are drawn from (default: all installed apps).
+        render_screenshot: add a PNG screenshot to every `info` (needs Pillow).
+    """
+
+    tools: ClassVar[tuple[type[Tool], ...]] = (Click, TypeText, Select, Scroll, Back, Done)
+
+    def __init__(
+        self,
+        apps: Sequence[App] | None = None,
+        task_apps: Sequence[str] | None = None,
+        render_screenshot: bool = False,
+    ):
+        super().__init__()
+        self.device = Device(DEFAULT_APPS if apps is None else apps)
+        names = [a.name for a in self.device.apps]
+        self.task_apps = tuple(names if task_apps is None else task_apps)
+        unknown = [n for n in self.task_apps if n not in names]
+        if unknown or not self.task_apps:
+            raise ValueError(f"task_apps {list(self.task_apps)} must name installed apps: {names}")
+        self.render_screenshot = render_screenshot
+        self._screenshots = render_screenshot
+        self._state: dict[str, Any] = {}
+        self._preds: tuple[Pred, ...] = ()
+        self._done = False
+
+    # --- public helpers for planners and trainers ------------------------------------------------
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """A copy of the canonical device state (changing it does not change the env)."""
+        return clone(self._state)
+
+    def subgoals(self, state: Mapping[str, Any] | None = None) -> tuple[int, int]:
+        """(met, total) goal predicates in `state` (default: the current state)."""
+        return self.device.subgoals(self._state if state is None else state, self.task.hidden["app"], self._preds)
+
+    # --- the Env contract -----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+        options = dict(options or {})
+        unknown = set(options) - {"app", "render_screenshot"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; GUIEnv takes 'app' and 'render_screenshot'")
+        self._screenshots = bool(options.get("render_screenshot", self.render_screenshot))
+        messages, info = super().reset(seed=seed, options=options)
+        self._state = clone(self.task.hidden["initial_state"])
+        self._preds = tuple(Pred.from_dict(p) for p in self.task.hidden["preds"])
+        self._done = False
+        return messages, {**info, **self._extra_info()}
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        app = options.get("app")
+        if app is None:
+            app = self.task_apps[int(self.np_random.integers(len(self.task_apps)))]
+        state, goal = self.device.sample(self.np_random, app)
+        hidden = {
+            "app": app,
+            "preds": [p.to_dict() for p in goal.preds],
+            "relevant": None if goal.relevant is None else list(goal.relevant),
+            "texts": _strings([p.value for p in goal.preds]),
+            "initial_state": state,
+        }
+        digest = hashlib.sha1(json.dumps([state, hidden["preds"]], sort_keys=True).encode()).hexdigest()
+        return Task(
+            id=f"gui-{app}-{digest[:12]}",
+            prompt=goal.text,
+            hidden=hidden,
+            meta={"app": app, "subgoals": len(goal.preds)},
+        )
+
+    def opening(self, task: Task) -> Messages:
+        screen = self.device.screen(task.hidden["initial_state"])
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Goal: {task.prompt}\n\n{screen.text()}"},
+        ]
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        if not turn.tool_calls:
+            text = "No action taken: call one of the tools (click, type, select, scroll, back, done)."
+            return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], None, False)
+        if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
+            text = f"Error: {len(turn.tool_calls)} tool calls in one turn; send at most {MAX_CALLS_PER_TURN}."
+            return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], False, True)
+        messages: Messages = []
+        ok, invalid, ended = True, False, False
+        for call in turn.tool_calls:
+            if ended:
+                result = "Ignored: the episode already ended with done()."
+            else:
+                parsed = parse_call(call, self.tools)
+                if isinstance(parsed, ToolError):
+                    result, ok, invalid = parsed.message, False, True
+                elif isinstance(parsed, Done):
+                    ended, self._done = True, True
+                    result = "Done. The episode has ended."
+                else:
+                    try:
+                        self._state, result = self.device.apply(self._state, parsed.name, parsed.model_dump())
+                    except InvalidAction as e:
+                        result, ok, invalid = f"Error: invalid action: {e}.", False, True
+            messages.append({"role": "tool", "name": call.name, "tool_call_id": call.id, "content": result})
+        if not ended:
+            messages[-1]["content"] += f"\n\n{self._screen_text()}"
+        return self._step(messages, ok, invalid, terminated=ended)
+
+    def outcome(self) -> dict[str, Any]:
+        met, total = self.subgoals()
+        goal = met == total
+        return {
+            "reward": float(goal and self._done),
+            "components": {"goal": float(goal), "subgoals_frac": met / total, "done_called": float(self._done)},
+        }
+
+    def invalid_action(self, problem: str) -> Step:
+        content = f"Error: {problem}. Reply with a tool call.\n\n{self._screen_text()}"
+        return self._step([{"role": "user", "content": content}], False, True)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _step(self, messages: Messages, ok: bool | None, invalid: bool, terminated: bool = False) -> Step:
+        met, total = self.subgoals()
+        outcome = self.outcome() if terminated else {"reward": 0.0, "components": {}}
+        signals = StepSignals(
+            tool_ok=ok,
+            progress=met / total,
+            subgoals=(met, total),
+            reward_components=outcome["components"],
+            state_key=state_key(self._state),
+            extra={"invalid_action": invalid},
+        )
+        return Step(messages, outcome["reward"], terminated=terminated, signals=signals, info=self._extra_info())
+
+    def _screen_text(self) -> str:
+        return self.device.screen(self._state).text()
+
+    def _extra_info(self) -> dict[str, Any]:
+        if not self._screenshots:
+            return {}
+        from rlgym_envs.gui.render import screenshot_png  # Pillow loads only when screenshots are on
+
+        png = screenshot_png(self.device.screen(self._state))
+        return {"screenshot": base64.b64encode(png).decode("ascii")}
+
+
+def _strings(values: Any) -> list[str]:
+    """The distinct strings inside JSON values, in order: what a planner may need to type."""
+    out: list[str] = []
+    stack = [values]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, str):
+            if v not in out:
+                out.append(v)
+        elif isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
