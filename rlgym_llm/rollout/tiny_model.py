@@ -161,7 +161,7 @@ def build_tiny_model(path: str | os.PathLike | None = None, config: TinyModelCon
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        torch_dtype="float32",
+        dtype="float32",
     )
     with torch.random.fork_rng():
         torch.manual_seed(cfg.seed)
