@@ -185,3 +185,13 @@ def test_sampling_budget_shrinks_to_the_context_left(agent, tiny_tokenizer):
     m = manager(agent, Recording(tiny_tokenizer, bisect), max_context=400, sampling=SamplingParams(max_tokens=256))
     m.run_sync([0])
     assert all(n + k <= 400 for n, k in seen) and any(k < 256 for _, k in seen)
+
+
+def test_progress_bar_counts_episodes_and_failures(agent, tiny_tokenizer):
+    from rlgym_llm.rollout.progress import RolloutProgress
+
+    policy = FaultyPolicy(ScriptedPolicy(tiny_tokenizer, bisect), {0: ValueError("x")})
+    with RolloutProgress(total=4) as bar:
+        trajs = RolloutManager(GUESS, agent, policy, RolloutConfig(max_turns=12, concurrency=1), on_episode=bar).run_sync(range(4))
+    assert bar.done == 4 and bar.failures == 1 and bar.progress.tasks[0].completed == 4
+    assert bar.reward == sum(t.reward for t in trajs) == 3.0
