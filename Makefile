@@ -3,13 +3,15 @@ PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,docker,ray,search,gui,dev
 
-.PHONY: install services test test-fast lint format demo bench clean
+.PHONY: install services sandbox-image test test-fast lint format demo bench clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[$(EXTRAS)]"
 
-services:  ## start what the real-component tests need (Docker daemon + sandbox image)
+services: sandbox-image  ## start what the real-component tests need
+
+sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox image; idempotent
 	bash .ci/docker-setup.sh
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.

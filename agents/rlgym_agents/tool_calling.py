@@ -72,11 +72,14 @@ class ToolCallingAgent:
     Args:
         tokenizer: a Hugging Face tokenizer with a chat template that accepts `tools=`.
         system_prompt: prepended as a system message when the env's opening has none.
+        full_history: render continuations against the whole history (for chat templates whose
+            rendering of a message depends on earlier ones); off by default, see `render_continuation`.
     """
 
-    def __init__(self, tokenizer: Any, system_prompt: str | None = None):
+    def __init__(self, tokenizer: Any, system_prompt: str | None = None, full_history: bool = False):
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
+        self.full_history = full_history
         self.eos_text = tokenizer.eos_token or ""
 
     def prepare(self, opening: Messages) -> Messages:
@@ -98,19 +101,28 @@ class ToolCallingAgent:
         return self._encode(self.render_text(messages, tools, generation_prompt=True))
 
     def render_continuation(
-        self, history: Messages, new_messages: Messages, tools: Sequence[dict] | None, completion_closed: bool
+        self, history: Messages, new_messages: Messages, tools: Sequence[dict] | None, completion: Any
     ) -> list[int]:
         """Ids to append after the last completion: the env's reply and the next generation prompt.
+
+        The difference between rendering `[last assistant message]` and `[last assistant message,
+        *new_messages]`: rendering only the last turn keeps the cost per turn constant (the whole
+        history would make it quadratic). Templates whose rendering of new messages depends on older
+        ones need `full_history=True`; the manager's token check reports such drift.
 
         Args:
             history: the conversation up to and including the last assistant message (its raw text).
             new_messages: the env's reply to it.
             tools: the tool schemas the prompt was rendered with.
-            completion_closed: whether the completion ended with the EOS token (else the template's
-                end-of-turn marker is added here, as context the model did not generate).
+            completion: the last completion (`token_ids`); if it did not end with the EOS token (cut
+                off, or stopped on another stop id) the template's end-of-turn marker is added here, as
+                context the model did not generate.
         """
-        before = self.render_text(history, tools, generation_prompt=False)
-        after = self.render_text([*history, *new_messages], tools, generation_prompt=True)
+        completion_closed = self._closed(completion)
+        context = history if self.full_history else history[-1:]
+        tools = tools if self.full_history else None
+        before = self.render_text(context, tools, generation_prompt=False)
+        after = self.render_text([*context, *new_messages], tools, generation_prompt=True)
         if not after.startswith(before):
             raise ValueError("the chat template is not prefix-stable: rendering more messages changed earlier text")
         # The template closes the assistant turn with EOS plus, maybe, separator text (e.g. "\n").
@@ -121,10 +133,17 @@ class ToolCallingAgent:
         )
         return self._encode(tail + after[len(before) :])
 
-    def assistant_message(self, completion_text: str) -> Message:
-        """The assistant message to keep in the history: the raw text, tool-call markup included,
-        so re-rendering reproduces what the model actually wrote."""
-        return {"role": "assistant", "content": completion_text}
+    def assistant_message(self, completion: Any) -> Message:
+        """The assistant message to keep in the history: the raw text of the completion's ids (tool-call
+        markup and any special tokens the model emitted included, the closing EOS excluded), so a
+        fresh rendering reproduces what the model actually wrote."""
+        ids = list(completion.token_ids)
+        if self._closed(completion):
+            ids = ids[:-1]
+        return {"role": "assistant", "content": self.tokenizer.decode(ids, skip_special_tokens=False)}
+
+    def _closed(self, completion: Any) -> bool:
+        return bool(completion.token_ids) and completion.token_ids[-1] == self.tokenizer.eos_token_id
 
     def parse(self, text: str) -> AssistantTurn:
         return parse_tool_calls(text)

@@ -10,6 +10,7 @@ number of trajectories out always equals the number of episodes in.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
 import time
@@ -35,10 +36,10 @@ class Agent(Protocol):
     def prepare(self, opening: Messages) -> Messages: ...
     def render_prompt(self, messages: Messages, tools: Sequence[dict] | None) -> list[int]: ...
     def render_continuation(
-        self, history: Messages, new_messages: Messages, tools: Sequence[dict] | None, completion_closed: bool
+        self, history: Messages, new_messages: Messages, tools: Sequence[dict] | None, completion: Completion
     ) -> list[int]: ...
     def render_text(self, messages: Messages, tools: Sequence[dict] | None, generation_prompt: bool) -> str: ...
-    def assistant_message(self, completion_text: str) -> Message: ...
+    def assistant_message(self, completion: Completion) -> Message: ...
     def parse(self, text: str) -> AssistantTurn: ...
 
 
@@ -154,6 +155,7 @@ class RolloutManager:
         self.config = config or RolloutConfig()
         self.writer, self.on_episode = writer, on_episode
         self.stats = RolloutStats()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def run_sync(self, tasks: Sequence[TaskRef | int]) -> list[Trajectory]:
         """`run` from synchronous code."""
@@ -172,7 +174,12 @@ class RolloutManager:
                 return await self._episode(ref, group, sample)
 
         jobs = [bounded(ref, g, i) for g, ref in enumerate(refs) for i in range(cfg.group_size)]
-        trajectories = await asyncio.gather(*jobs)
+        try:
+            trajectories = await asyncio.gather(*jobs)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
         self.stats.wall_s = time.perf_counter() - start
         return list(trajectories)
 
@@ -187,14 +194,21 @@ class RolloutManager:
         except asyncio.TimeoutError:
             kind = FailureKind.ENGINE if phase["name"] == "generate" else FailureKind.ENV
             traj.failures.append(
-                Failure(kind, "EpisodeTimeout", f"episode exceeded {self.config.episode_timeout_s}s in {phase['name']}", phase["turn"])
+                Failure(
+                    kind,
+                    "EpisodeTimeout",
+                    f"episode exceeded {self.config.episode_timeout_s}s in {phase['name']}",
+                    phase["turn"],
+                )
             )
         except Exception as e:  # the batch must survive anything; the trajectory says what happened
             kind = classify(e, default=FailureKind.ENV if phase["name"] == "env" else FailureKind.POLICY)
             traj.failures.append(Failure(kind, type(e).__name__, str(e)[:2000], phase["turn"]))
         for f in traj.failures:
             self.stats.failures[f.kind] += 1
-            logger.warning("episode %s/%s failed (%s): %s: %s", group, sample, f.kind.value, f.error_type, f.message[:200])
+            logger.warning(
+                "episode %s/%s failed (%s): %s: %s", group, sample, f.kind.value, f.error_type, f.message[:200]
+            )
         self.stats.episodes += 1
         if self.writer is not None:
             self.writer.write(traj)
@@ -206,13 +220,25 @@ class RolloutManager:
         phase["name"], phase["turn"] = "env", turn
         t0 = time.perf_counter()
         try:
-            result = await asyncio.to_thread(fn, *args) if self.config.env_in_thread else fn(*args)
+            if self.config.env_in_thread:
+                # A pool as wide as the concurrency: asyncio's default pool (cpu + 4 threads) would
+                # serialise slow env steps (sandboxes) of more episodes than that.
+                result = await asyncio.get_running_loop().run_in_executor(self._executor(), fn, *args)
+            else:
+                result = fn(*args)
             # A remote env (the Ray runner's proxy) answers with awaitables.
             return await result if inspect.isawaitable(result) else result
         except Exception as e:
-            raise _EpisodeFailed(Failure(classify(e, default=FailureKind.ENV), type(e).__name__, str(e)[:2000], turn)) from e
+            raise _EpisodeFailed(
+                Failure(classify(e, default=FailureKind.ENV), type(e).__name__, str(e)[:2000], turn)
+            ) from e
         finally:
             self.stats.env_s += time.perf_counter() - t0
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="rlgym-env")
+        return self._pool
 
     async def _final_outcome(self, env: Any, phase: dict, turn: int | None) -> dict[str, Any]:
         """The outcome of an episode that ended without one in its last step (e.g. cut off by our limits)."""
@@ -234,7 +260,9 @@ class RolloutManager:
                 last = e
                 kind = classify(e, default=FailureKind.ENGINE)
                 if kind is not FailureKind.ENGINE or not is_transient(e) or attempt == cfg.retries:
-                    raise _EpisodeFailed(Failure(kind, type(e).__name__, str(e)[:2000] or repr(e), turn, attempt + 1)) from e
+                    raise _EpisodeFailed(
+                        Failure(kind, type(e).__name__, str(e)[:2000] or repr(e), turn, attempt + 1)
+                    ) from e
                 await asyncio.sleep(cfg.retry_backoff_s * 2**attempt)
             finally:
                 self.stats.generate_s += time.perf_counter() - t0
@@ -260,8 +288,10 @@ class RolloutManager:
                     break
                 completion = await self._generate(ids, t, phase)
                 action = self.agent.parse(completion.text)
-                obs, reward, terminated, truncated, step_info = await self._env_call(env.step, action, phase=phase, turn=t)
-                history.append(self.agent.assistant_message(completion.text))
+                obs, reward, terminated, truncated, step_info = await self._env_call(
+                    env.step, action, phase=phase, turn=t
+                )
+                history.append(self.agent.assistant_message(completion))
                 traj.turns.append(
                     Turn(
                         index=t,
@@ -283,9 +313,7 @@ class RolloutManager:
                 if terminated or truncated:
                     traj.outcome = step_info.get("outcome") or await self._final_outcome(env, phase, t)
                     break
-                pending_obs = self.agent.render_continuation(
-                    history, list(obs), tools, completion_closed=completion.finish_reason == "stop"
-                )
+                pending_obs = self.agent.render_continuation(history, list(obs), tools, completion)
                 history.extend(obs)
                 ids += pending_obs
             else:

@@ -4,6 +4,7 @@ from hypothesis import strategies as st
 
 from rlgym_agents.tool_calling import ToolCallingAgent, parse_tool_calls
 from rlgym_llm import ToolCall
+from rlgym_llm.rollout.policy import Completion
 
 TOOLS = [{"type": "function", "function": {"name": "calc", "description": "d", "parameters": {"type": "object"}}}]
 
@@ -77,8 +78,10 @@ def test_continuation_extends_the_context_to_a_fresh_rendering(tiny_tokenizer, c
     completion = tiny_tokenizer.encode(text, add_special_tokens=False)
     if closed:
         completion.append(tiny_tokenizer.eos_token_id)
-    history.append(agent.assistant_message(text))
+    done = Completion(tuple(completion), (0.0,) * len(completion), text, "stop" if closed else "length")
+    history.append(agent.assistant_message(done))
+    assert history[-1] == {"role": "assistant", "content": text}
     reply = [{"role": "tool", "content": "42", "name": "calc", "tool_call_id": "call_0"}]
-    ids += completion + agent.render_continuation(history, reply, TOOLS, completion_closed=closed)
+    ids += completion + agent.render_continuation(history, reply, TOOLS, done)
     history += reply
     assert _decoded(tiny_tokenizer, ids) == agent.render_text(history, TOOLS, generation_prompt=True)
