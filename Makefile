@@ -1,7 +1,7 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,dev
 
 .PHONY: install services sandbox-image test test-fast lint format demo bench clean
 
