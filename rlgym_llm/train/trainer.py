@@ -1,0 +1,237 @@
+"""One policy update: trajectories + per-token advantages -> clipped loss (+ KL, entropy) -> optimizer step.
+
+The batch is split into micro-batches whose gradients accumulate; each micro-batch's loss is its exact
+share of the full-batch loss (see `losses.BatchTotals`), so 1 micro-batch of 8 and 8 of 1 give the
+same update.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from rlgym_llm.core.types import Trajectory
+from rlgym_llm.train.losses import (
+    AggMode,
+    BatchTotals,
+    KLEstimator,
+    aggregate,
+    entropy_from_logits,
+    kl_penalty,
+    policy_loss,
+    token_logprobs,
+)
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimizer and schedule.
+
+    Args:
+        lr: peak learning rate (AdamW).
+        weight_decay: AdamW weight decay.
+        betas: AdamW betas.
+        warmup_steps: linear warm-up from 0 to `lr`.
+        schedule: after warm-up, `constant`, `linear` (to 0 at `total_steps`) or `cosine`.
+        total_steps: the horizon of the linear and cosine schedules.
+        max_grad_norm: gradient clipping by global norm (0: off).
+    """
+
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 0
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    total_steps: int = 1000
+    max_grad_norm: float = 1.0
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    """The policy loss.
+
+    Args:
+        clip_low, clip_high: clip range [1 - clip_low, 1 + clip_high]; clip_high > clip_low is DAPO's clip-higher.
+        agg: loss aggregation mode (token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm).
+        norm_const: the constant of seq-mean-token-sum-norm (Dr. GRPO: the max generation length).
+        kl_coef: weight of the KL-to-reference loss term (0: no reference model needed).
+        kl_estimator: k1, k2 or k3.
+        entropy_coef: weight of the entropy bonus.
+        is_cap: truncation of the engine-vs-trainer importance weight.
+        recompute_old_logp: recompute pi_old with the trainer's model instead of trusting the engine's
+            logprobs (needed when the engine is another program, e.g. vLLM); the engine's logprobs then
+            enter only through the truncated importance weight.
+    """
+
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    agg: AggMode = "token-mean"
+    norm_const: float = 512.0
+    kl_coef: float = 0.0
+    kl_estimator: KLEstimator = "k3"
+    entropy_coef: float = 0.0
+    is_cap: float = 2.0
+    recompute_old_logp: bool = False
+
+
+@dataclass
+class TrainBatch:
+    """Right-padded token tensors of a batch of trajectories, shape (B, T) each."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+    advantages: torch.Tensor
+    engine_logp: torch.Tensor
+
+    @classmethod
+    def from_trajectories(
+        cls, trajectories: Sequence[Trajectory], token_advantages: Sequence[np.ndarray], pad_id: int
+    ) -> TrainBatch:
+        """Stack trajectories with their per-token advantages (aligned with `trajectory.token_ids`)."""
+        width = max(len(t.token_ids) for t in trajectories)
+        n = len(trajectories)
+        ids = torch.full((n, width), pad_id, dtype=torch.long)
+        attn = torch.zeros((n, width), dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.float32)
+        adv = torch.zeros((n, width), dtype=torch.float32)
+        logp = torch.zeros((n, width), dtype=torch.float32)
+        for i, (t, a) in enumerate(zip(trajectories, token_advantages)):
+            k = len(t.token_ids)
+            if len(a) != k:
+                raise ValueError(f"trajectory {i}: {k} tokens but {len(a)} advantages")
+            ids[i, :k] = torch.tensor(t.token_ids)
+            attn[i, :k] = 1
+            mask[i, :k] = torch.tensor(t.loss_mask, dtype=torch.float32)
+            adv[i, :k] = torch.as_tensor(np.asarray(a, dtype=np.float32))
+            logp[i, :k] = torch.tensor(t.logprobs, dtype=torch.float32)
+        return cls(ids, attn, mask, adv, logp)
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def slice(self, start: int, end: int) -> TrainBatch:
+        """Rows [start, end), trimmed to their longest sequence."""
+        width = int(self.attention_mask[start:end].sum(-1).max())
+        return TrainBatch(*(x[start:end, :width] for x in self._fields()))
+
+    def _fields(self) -> tuple[torch.Tensor, ...]:
+        return (self.input_ids, self.attention_mask, self.loss_mask, self.advantages, self.engine_logp)
+
+
+class PolicyTrainer:
+    """Owns the optimizer and schedule of a causal LM and applies policy-gradient updates.
+
+    Args:
+        model: the policy (a Hugging Face causal LM, or a peft-wrapped one).
+        loss: the loss settings.
+        optim: optimizer and schedule.
+        micro_batch_size: rows per forward/backward pass.
+        ref_model: the frozen reference policy (required when `loss.kl_coef > 0`).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        loss: LossConfig | None = None,
+        optim: OptimConfig | None = None,
+        micro_batch_size: int = 8,
+        ref_model: Any | None = None,
+    ):
+        self.model = model
+        self.loss_cfg = loss or LossConfig()
+        self.optim_cfg = optim or OptimConfig()
+        if self.loss_cfg.kl_coef > 0 and ref_model is None:
+            raise ValueError("loss.kl_coef > 0 needs a reference model (ref_model=...)")
+        self.micro_batch_size = micro_batch_size
+        self.ref_model = ref_model
+        params = [p for p in model.parameters() if p.requires_grad]
+        o = self.optim_cfg
+        self.optimizer = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        self.step = 0
+
+    def _lr_factor(self, step: int) -> float:
+        o = self.optim_cfg
+        if step < o.warmup_steps:
+            return (step + 1) / o.warmup_steps
+        if o.schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - o.warmup_steps) / max(1, o.total_steps - o.warmup_steps))
+        return 1.0 - progress if o.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _logp(self, model: Any, mb: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits
+        return token_logprobs(logits, mb.input_ids), logits
+
+    @torch.no_grad()
+    def _old_logp(self, batch: TrainBatch) -> torch.Tensor:
+        was_training = self.model.training
+        self.model.eval()
+        parts = [self._logp(self.model, batch.slice(s, s + self.micro_batch_size))[0] for s in self._starts(batch)]
+        self.model.train(was_training)
+        out = torch.zeros_like(batch.engine_logp)
+        for s, p in zip(self._starts(batch), parts):
+            out[s : s + p.shape[0], : p.shape[1]] = p
+        return out
+
+    def _starts(self, batch: TrainBatch) -> range:
+        return range(0, len(batch), self.micro_batch_size)
+
+    def update(self, batch: TrainBatch) -> dict[str, float]:
+        """One optimizer step over `batch` (gradient accumulation over micro-batches). Returns metrics."""
+        metrics = self.accumulate(batch)
+        return {**metrics, **self.apply_gradients()}
+
+    def accumulate(self, batch: TrainBatch) -> dict[str, float]:
+        """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
+        cfg = self.loss_cfg
+        old_all = self._old_logp(batch) if cfg.recompute_old_logp else batch.engine_logp
+        totals = BatchTotals.of(batch.loss_mask, cfg.norm_const)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "is_weight": 0.0}
+        for start in self._starts(batch):
+            mb = batch.slice(start, start + self.micro_batch_size)
+            old = old_all[start : start + len(mb), : mb.input_ids.shape[1]]
+            logp, logits = self._logp(self.model, mb)
+            engine = mb.engine_logp if cfg.recompute_old_logp else None
+            out = policy_loss(
+                logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap
+            )
+            loss = out.loss
+            share = mb.loss_mask.sum().item() / totals.tokens  # weight of this micro-batch's diagnostics
+            if cfg.kl_coef > 0:
+                with torch.no_grad():
+                    ref_logp, _ = self._logp(self.ref_model, mb)
+                kl = aggregate(kl_penalty(logp, ref_logp, cfg.kl_estimator), mb.loss_mask, cfg.agg, totals)
+                loss = loss + cfg.kl_coef * kl
+                sums["kl"] += kl.item()
+            # entropy of the distribution each policy token was sampled from (logits at position t-1)
+            ent_tok = torch.nn.functional.pad(entropy_from_logits(logits[:, :-1]), (1, 0))
+            entropy = aggregate(ent_tok, mb.loss_mask, cfg.agg, totals)
+            if cfg.entropy_coef > 0:
+                loss = loss - cfg.entropy_coef * entropy
+            loss.backward()
+            sums["loss"] += loss.item()
+            sums["pg_loss"] += out.loss.item()
+            sums["entropy"] += entropy.item()
+            sums["clip_frac"] += out.clip_fraction.item() * share
+            sums["approx_kl"] += out.approx_kl.item() * share
+            sums["is_weight"] += out.is_weight_mean.item() * share
+        return {**sums, "tokens": float(totals.tokens)}
+
+    def apply_gradients(self) -> dict[str, float]:
+        """Clip the accumulated gradients, step the optimizer and the schedule."""
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        max_norm = self.optim_cfg.max_grad_norm if self.optim_cfg.max_grad_norm > 0 else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return {"grad_norm": float(grad_norm), "lr": self.scheduler.get_last_lr()[0]}
