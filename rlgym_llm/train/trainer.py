@@ -195,7 +195,15 @@ class PolicyTrainer:
         totals = BatchTotals.of(batch.loss_mask, cfg.norm_const)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "is_weight": 0.0}
+        sums = {
+            "loss": 0.0,
+            "pg_loss": 0.0,
+            "kl": 0.0,
+            "entropy": 0.0,
+            "clip_frac": 0.0,
+            "approx_kl": 0.0,
+            "is_weight": 0.0,
+        }
         for start in self._starts(batch):
             mb = batch.slice(start, start + self.micro_batch_size)
             old = old_all[start : start + len(mb), : mb.input_ids.shape[1]]

@@ -1,0 +1,96 @@
+"""Checkpoints that resume exactly: weights, optimizer, schedule, RNG states, step and data cursor.
+
+A checkpoint is a folder `step_000012/` holding `trainer.pt` (torch state) and `state.json` (step,
+data cursor, config, metrics so far). It is written to a temporary folder and renamed, so a run killed
+mid-save never leaves a half-written checkpoint behind; `latest()` finds the newest complete one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+_DONE = "state.json"  # written last: a folder without it is incomplete
+
+
+def rng_state() -> dict[str, Any]:
+    """Every RNG a training step draws from (Python, NumPy's global, torch CPU)."""
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_tuplify(state["python"]))
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+def _tuplify(x: Any) -> Any:
+    return tuple(_tuplify(v) for v in x) if isinstance(x, list) else x
+
+
+def save(
+    directory: str | os.PathLike,
+    step: int,
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    extra: dict[str, Any] | None = None,
+    keep: int | None = None,
+) -> Path:
+    """Save a checkpoint for `step` under `directory`; keep only the newest `keep` ones if given.
+
+    Args:
+        directory: the run's checkpoint folder.
+        step: the number of completed optimizer steps.
+        model: the policy; its trainable state (`state_dict`) is saved.
+        optimizer, scheduler: their `state_dict`s are saved.
+        extra: JSON-serialisable state (data cursor, config, metrics history, ...).
+        keep: how many checkpoints to keep (None: all).
+    """
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{step:06d}"
+    tmp = root / f".tmp_step_{step:06d}_{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": rng_state(),
+        },
+        tmp / "trainer.pt",
+    )
+    (tmp / _DONE).write_text(json.dumps({"step": step, **(extra or {})}, indent=1))
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    if keep is not None:
+        for old in sorted(p for p in root.glob("step_*") if (p / _DONE).exists())[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest(directory: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint under `directory`, or None."""
+    root = Path(directory)
+    done = sorted(p for p in root.glob("step_*") if (p / _DONE).exists()) if root.exists() else []
+    return done[-1] if done else None
+
+
+def load(path: str | os.PathLike, model: Any, optimizer: torch.optim.Optimizer, scheduler: Any) -> dict[str, Any]:
+    """Restore a checkpoint in place (weights, optimizer, schedule, RNGs); returns its `state.json`."""
+    path = Path(path)
+    state = torch.load(path / "trainer.pt", weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    set_rng_state(state["rng"])
+    return json.loads((path / _DONE).read_text())
