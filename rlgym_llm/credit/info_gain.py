@@ -1,0 +1,177 @@
+"""Information-gain turn rewards (IGPO; Wang et al. 2025, "Information Gain-based Policy Optimization",
+arXiv 2510.14967, code GuoqingWang1/IGPO at its 2026-02 update).
+
+After each turn the policy scores the gold answer a* teacher-forced behind a fixed "answer now"
+template; the rise of that probability is the turn's reward. The scoring pass itself runs in the
+trainer; this module builds its inputs (token ids) and turns its outputs into advantages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from rlgym_llm.core.types import Trajectory
+from rlgym_llm.credit.common import (
+    Ragged,
+    as_array,
+    discounted_returns,
+    normalize,
+    normalize_per_index,
+    normalize_pooled,
+)
+
+GainKind = Literal["prob_diff", "log_prob_diff"]
+IGNorm = Literal["joint", "separate", "per_index"]
+
+_TINY = 1e-30  # floor for log p: a probability that underflowed to 0 still has a finite log
+
+
+@dataclass(frozen=True)
+class AnswerProbe:
+    """One teacher-forced scoring input: context + template prefix + answer + template suffix.
+
+    Args:
+        input_ids: the full token sequence to run through the policy (no sampling, no gradient).
+        answer_start: index of the first answer token in `input_ids`.
+        answer_end: one past the last answer token.
+    """
+
+    input_ids: tuple[int, ...]
+    answer_start: int
+    answer_end: int
+
+    def answer_prob(self, token_logprobs: Sequence[float] | np.ndarray) -> float:
+        """p = exp(mean_j log pi(a*_j | context, a*_<j)) from the per-token log-probs of `input_ids`.
+
+        Args:
+            token_logprobs: aligned with `input_ids`: entry k is log pi(input_ids[k] | input_ids[:k])
+                (entry 0 is unused). A scorer that returns len-1 shifted log-probs must pad one in front.
+        """
+        lp = as_array(token_logprobs)
+        if lp.size != len(self.input_ids):
+            raise ValueError(f"{lp.size} log-probs for {len(self.input_ids)} probe tokens")
+        return answer_prob(lp[self.answer_start : self.answer_end])
+
+
+def answer_prob(answer_logprobs: Sequence[float] | np.ndarray) -> float:
+    """The length-normalised (geometric-mean) answer probability: exp((1/m) sum_j log pi(a*_j | ...))."""
+    lp = as_array(answer_logprobs)
+    if lp.size == 0:
+        raise ValueError("the answer has no tokens to score")
+    return float(np.exp(lp.mean()))
+
+
+def build_answer_probe(
+    prefix_ids: Sequence[int],
+    answer_ids: Sequence[int],
+    *,
+    template_prefix_ids: Sequence[int] = (),
+    template_suffix_ids: Sequence[int] = (),
+) -> AnswerProbe:
+    """The scoring input for one context.
+
+    The authors' template (Qwen) is "\\nNow there's enough information to answer\\n</think>\\n<answer>\\n"
+    + a* + "\\n</answer><|im_end|>", appended after the context and "<think>"; pass its tokenised
+    halves as `template_prefix_ids` / `template_suffix_ids`. The suffix is scored but not averaged.
+    """
+    if not answer_ids:
+        raise ValueError("answer_ids is empty: the gold answer must tokenise to at least one token")
+    start = len(prefix_ids) + len(template_prefix_ids)
+    ids = (*prefix_ids, *template_prefix_ids, *answer_ids, *template_suffix_ids)
+    return AnswerProbe(tuple(int(i) for i in ids), start, start + len(answer_ids))
+
+
+def probe_prefixes(trajectory: Trajectory) -> list[tuple[int, ...]]:
+    """The contexts p_0..p_{T-1} are scored on: the token ids up to the start of each turn's completion.
+
+    Context t ends where turn t+1's completion starts, so it holds turn t's tool response and the
+    generation prompt, exactly as the authors probe before each generation step. p_T (after the last
+    turn) is never needed: the last turn is rewarded with the outcome instead.
+    """
+    ids = trajectory.token_ids
+    return [tuple(ids[:start]) for start, _ in trajectory.turn_spans]
+
+
+def answer_probes(trajectory: Trajectory, answer_ids: Sequence[int], **template: Sequence[int]) -> list[AnswerProbe]:
+    """One probe per turn of `trajectory` (see `probe_prefixes`); template keywords as in `build_answer_probe`."""
+    return [build_answer_probe(prefix, answer_ids, **template) for prefix in probe_prefixes(trajectory)]
+
+
+def info_gain_turn_rewards(
+    probs: Sequence[float] | np.ndarray, outcome: float, *, kind: GainKind = "prob_diff"
+) -> np.ndarray:
+    """Turn rewards of one trajectory with T = len(probs) turns.
+
+    IG_t = p_{t+1} - p_t  for turns t = 0..T-2 (0-based; p_{t+1} is scored after turn t's tool response)
+    ("log_prob_diff": log p_{t+1} - log p_t, the variant of the authors' train.sh)
+    r_{T-1} = outcome (F1 in the paper; the authors' code gives -2 to a malformed answer).
+
+    Args:
+        probs: p_0..p_{T-1}, answer probabilities before each turn's completion (`probe_prefixes`).
+        outcome: the final turn's reward.
+        kind: `prob_diff` (the paper) or `log_prob_diff`.
+    """
+    p = as_array(probs)
+    if p.size == 0:
+        return p
+    if kind == "prob_diff":
+        gains = np.diff(p)
+    elif kind == "log_prob_diff":
+        gains = np.diff(np.log(np.maximum(p, _TINY)))
+    else:
+        raise ValueError(f"kind must be 'prob_diff' or 'log_prob_diff', got {kind!r}")
+    return np.append(gains, outcome)
+
+
+def igpo_advantages(
+    probs: Sequence[Sequence[float] | np.ndarray],
+    outcomes: Sequence[float] | np.ndarray,
+    *,
+    kind: GainKind = "prob_diff",
+    norm: IGNorm = "joint",
+    gamma: float = 1.0,
+    ddof: int = 0,
+    eps: float = 1e-6,
+) -> Ragged:
+    """IGPO per-turn advantages for one group.
+
+    r~ = z-scores of the group's turn rewards (`info_gain_turn_rewards`), then
+    A_{i,t} = sum_{k >= t} gamma^(k - t) r~_{i,k}.
+
+    Args:
+        probs: per trajectory, p_0..p_{T_i-1} (one per turn).
+        outcomes: per trajectory, the final-turn reward.
+        kind: `prob_diff` or `log_prob_diff`.
+        norm: `joint` (the paper: one mean/std over every IG and outcome of the group, population std),
+            `separate` (outcomes among themselves, IGs among themselves: the authors' train.sh) or
+            `per_index` (per (prompt, turn index), as A2TGPO proposes).
+        gamma: discount over later turns [1.0].
+        ddof, eps: the std of the normalisation (see `normalize`). The authors divide by
+            sqrt(var + 1e-8) + 1e-6; with eps 1e-6 the two agree to ~1e-8 for non-constant groups.
+
+    Returns:
+        Per trajectory, one advantage per turn. Groups whose outcomes are all equal still get signal
+        from the information gains: the point of IGPO.
+    """
+    outs = as_array(outcomes)
+    if len(probs) != outs.size:
+        raise ValueError(f"{len(probs)} probability arrays for {outs.size} outcomes")
+    rewards = [info_gain_turn_rewards(p, o, kind=kind) for p, o in zip(probs, outs)]
+    if norm == "joint":
+        normed = normalize_pooled(rewards, ddof=ddof, eps=eps)
+    elif norm == "per_index":
+        normed = normalize_per_index(rewards, ddof=ddof, eps=eps)
+    elif norm == "separate":
+        finals = [i for i, r in enumerate(rewards) if r.size]
+        final_adv = normalize([rewards[i][-1] for i in finals], ddof=ddof, eps=eps)
+        gains = normalize_pooled([r[:-1] for r in rewards], ddof=ddof, eps=eps)
+        normed = [np.append(g, 0.0) if r.size else g for g, r in zip(gains, rewards)]
+        for i, a in zip(finals, final_adv):
+            normed[i][-1] = a
+    else:
+        raise ValueError(f"norm must be 'joint', 'separate' or 'per_index', got {norm!r}")
+    return [discounted_returns(r, gamma) for r in normed]

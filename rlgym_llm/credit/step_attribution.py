@@ -1,0 +1,89 @@
+"""Stepwise progress attribution (SPA-RL; Wang et al. 2025, "SPA-RL: Reinforcing LLM Agents via
+Stepwise Progress Attribution", arXiv 2505.20732, code WangHanLinHenry/SPA-RL-Agent).
+
+A progress estimator (trained elsewhere, on explored trajectories) splits each trajectory's outcome
+into per-step contributions c_t; a grounding bonus rewards executable actions. The paper trains with
+PPO and a value head; here the step rewards are normalised within the group instead (critic-free,
+as for turn-level GRPO), which is this library's choice, not the paper's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rlgym_llm.credit.common import Ragged, as_array, discounted_returns, normalize_pooled
+
+
+def grounding_rewards(tool_ok: Sequence[bool | None], *, bonus: float = 0.5) -> np.ndarray:
+    """g_t = bonus if step t's action executed (tool_ok is True) else 0; the last step always gets bonus.
+
+    The authors' g_t is 0.5 when the next observation is not ALFWorld's "Nothing happens"; here the
+    env's `tool_ok` signal plays that role (None, no tool called, counts as not executed).
+    """
+    g = np.array([bonus if ok is True else 0.0 for ok in tool_ok], dtype=np.float64)
+    if g.size:
+        g[-1] = bonus
+    return g
+
+
+def spa_step_rewards(
+    contributions: Sequence[float] | np.ndarray, tool_ok: Sequence[bool | None], *, bonus: float = 0.5
+) -> np.ndarray:
+    """r~_t = c_t + g_t, the intermediate reward of each step.
+
+    Uses the estimator's c_t, as the paper describes; the released RL-data script overwrites c_t with
+    a leave-one-out trajectory advantage, an artefact not copied here.
+    """
+    c = as_array(contributions)
+    g = grounding_rewards(tool_ok, bonus=bonus)
+    if c.size != g.size:
+        raise ValueError(f"{c.size} contributions for {g.size} steps")
+    return c + g
+
+
+def spa_advantages(
+    contributions: Sequence[Sequence[float] | np.ndarray],
+    tool_ok: Sequence[Sequence[bool | None]],
+    *,
+    bonus: float = 0.5,
+    gamma: float = 0.99,
+    ddof: int = 0,
+    eps: float = 1e-6,
+) -> Ragged:
+    """Critic-free SPA advantages for one group.
+
+    r~_{i,t} = c_{i,t} + g_{i,t};  z-score r~ pooled over every step of the group;
+    A_{i,t} = sum_{k >= t} gamma^(k - t) z(r~)_{i,k}.
+
+    Args:
+        contributions: per trajectory, the estimator's c_{i,t}.
+        tool_ok: per trajectory, whether each step's action executed.
+        bonus: the grounding reward [0.5].
+        gamma: discount of the step returns [0.99, the paper's PPO gamma].
+        ddof, eps: the std of the normalisation (see `normalize`).
+
+    Returns:
+        Per trajectory, one advantage per step.
+    """
+    if len(contributions) != len(tool_ok):
+        raise ValueError(f"{len(contributions)} contribution arrays for {len(tool_ok)} tool_ok arrays")
+    rewards = [spa_step_rewards(c, ok, bonus=bonus) for c, ok in zip(contributions, tool_ok)]
+    return [discounted_returns(r, gamma) for r in normalize_pooled(rewards, ddof=ddof, eps=eps)]
+
+
+def progress_estimator_loss(
+    contributions: Sequence[Sequence[float] | np.ndarray], outcomes: Sequence[float] | np.ndarray
+) -> float:
+    """The estimator's training loss, mean over trajectories: L = mean_i (sum_t c_{i,t} - R_i)^2.
+
+    A numpy reference for the torch estimator in `train/`, which must agree with it.
+    """
+    outs = as_array(outcomes)
+    if len(contributions) != outs.size:
+        raise ValueError(f"{len(contributions)} contribution arrays for {outs.size} outcomes")
+    if outs.size == 0:
+        raise ValueError("no trajectories")
+    preds = np.array([as_array(c).sum() for c in contributions])
+    return float(np.mean((preds - outs) ** 2))

@@ -1,0 +1,111 @@
+"""Turn-level GRPO (MT-GRPO): hand-computed cases, a loop reference, properties."""
+
+import math
+
+import numpy as np
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from rlgym_llm.credit import grpo_advantages, normalize_turn_rewards, turn_grpo_advantages
+
+value = st.floats(-5, 5, allow_nan=False)
+group_st = st.integers(1, 6).flatmap(
+    lambda g: st.tuples(
+        st.lists(st.lists(value, min_size=0, max_size=5), min_size=g, max_size=g),
+        st.lists(value, min_size=g, max_size=g),
+    )
+)
+
+
+def z(values, eps=1e-6):
+    if all(v == values[0] for v in values):
+        return [0.0] * len(values)
+    m = sum(values) / len(values)
+    s = math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+    return [(v - m) / (s + eps) for v in values]
+
+
+def loop_turn_grpo(turn_rewards, outcomes, turn_coef, gamma, norm):
+    a_o = z(outcomes)
+    a_t = [[0.0] * len(r) for r in turn_rewards]
+    if norm == "pooled":
+        flat = [(i, t) for i, r in enumerate(turn_rewards) for t in range(len(r))]
+        if flat:
+            for (i, t), v in zip(flat, z([turn_rewards[i][t] for i, t in flat])):
+                a_t[i][t] = v
+    else:
+        for t in range(max(map(len, turn_rewards))):
+            rows = [i for i, r in enumerate(turn_rewards) if len(r) > t]
+            for i, v in zip(rows, z([turn_rewards[i][t] for i in rows])):
+                a_t[i][t] = v
+    out = []
+    for i, r in enumerate(turn_rewards):
+        out.append(
+            [a_o[i] + turn_coef * sum(gamma ** (k - t) * a_t[i][k] for k in range(t, len(r))) for t in range(len(r))]
+        )
+    return out
+
+
+def test_pooled_by_hand():
+    # turn rewards [[1, 0], [0, 0]] pooled: mean 0.25, std sqrt(0.75 / 4) = 0.4330127
+    #   z(1) = 0.75 / 0.4330127 = 1.7320508, z(0) = -0.25 / 0.4330127 = -0.5773503
+    # outcomes [1, 0] -> A^O = [1, -1]; lambda = gamma = 1:
+    #   traj 0: turn 0 = 1 + 1.7320508 - 0.5773503 = 2.1547005, turn 1 = 1 - 0.5773503 = 0.4226497
+    #   traj 1: turn 0 = -1 - 2 * 0.5773503 = -2.1547005, turn 1 = -1.5773503
+    adv = turn_grpo_advantages([[1, 0], [0, 0]], [1, 0], eps=0.0)
+    np.testing.assert_allclose(adv[0], [2.1547005, 0.4226497], atol=1e-7)
+    np.testing.assert_allclose(adv[1], [-2.1547005, -1.5773503], atol=1e-7)
+
+
+def test_papers_two_turn_assignment():
+    # MT-GRPO: turn reward on the tool turn only, per-turn-index z-scores, no discount:
+    # turn 1 gets A^O + lambda A^T, the answer turn gets A^O.
+    adv = turn_grpo_advantages([[0.7, 0.0], [0.2, 0.0]], [1, 0], norm="per_index", gamma=0.0, eps=0.0)
+    np.testing.assert_allclose(adv[0], [1 + 1, 1])
+    np.testing.assert_allclose(adv[1], [-1 - 1, -1])
+
+
+@given(group_st, st.floats(0, 2), st.floats(0, 1), st.sampled_from(["pooled", "per_index"]))
+def test_matches_loop(group, turn_coef, gamma, norm):
+    turn_rewards, outcomes = group
+    got = turn_grpo_advantages(turn_rewards, outcomes, turn_coef=turn_coef, gamma=gamma, norm=norm)
+    want = loop_turn_grpo(turn_rewards, outcomes, turn_coef, gamma, norm)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-7)
+
+
+@given(group_st, st.floats(-50, 50), st.floats(-50, 50))
+def test_shift_invariance(group, turn_shift, outcome_shift):
+    turn_rewards, outcomes = group
+    flat = [v for r in turn_rewards for v in r]
+    assume(
+        (not flat or np.std(flat) > 1e-2 or np.ptp(flat) == 0) and (np.std(outcomes) > 1e-2 or np.ptp(outcomes) == 0)
+    )
+    shifted = turn_grpo_advantages(
+        [[v + turn_shift for v in r] for r in turn_rewards], [o + outcome_shift for o in outcomes]
+    )
+    for a, b in zip(shifted, turn_grpo_advantages(turn_rewards, outcomes)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@given(st.integers(1, 6), st.integers(0, 5), value, value)
+def test_identical_group_gets_zero(g, turns, turn_reward, outcome):
+    adv = turn_grpo_advantages([[turn_reward] * turns] * g, [outcome] * g)
+    assert all(np.all(a == 0.0) for a in adv)
+
+
+@given(group_st)
+def test_without_turn_term_it_is_grpo(group):
+    turn_rewards, outcomes = group
+    grpo = grpo_advantages(outcomes)
+    for a, r, g in zip(turn_grpo_advantages(turn_rewards, outcomes, turn_coef=0.0), turn_rewards, grpo):
+        np.testing.assert_allclose(a, np.full(len(r), g))
+
+
+def test_pooled_and_per_index_differ_when_lengths_differ():
+    # a trajectory that stops early: per-index compares its only turn with the others' first turns
+    rewards = [[1.0], [0.0, 1.0], [0.0, 0.0]]
+    pooled = normalize_turn_rewards(rewards, norm="pooled")
+    per_index = normalize_turn_rewards(rewards, norm="per_index")
+    assert not np.allclose(np.concatenate(pooled), np.concatenate(per_index))
+    assert abs(np.concatenate(pooled).mean()) < 1e-12  # pooled z-scores are centred over all turns
