@@ -1,0 +1,223 @@
+"""The vLLM server path: the launcher, and a real vLLM server agreeing with the local transformers policy.
+
+Tests marked `vllm` start one server (module scope) for the tiny model from the project's vLLM venv
+(`make vllm-env`); they skip only when that venv is missing. The launcher's own tests use a stand-in
+"python" and run in the default tier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.rollout.vllm_server import VLLMEnvMissingError, VLLMServer, VLLMServerError, find_vllm_python
+
+# --- the launcher, with a stand-in for vLLM's python ----------------------------------------------------
+
+FAKE_API_SERVER = """\
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+print("fake api server on", port, flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+
+def _fake_python(tmp_path: Path, body: str) -> Path:
+    """An executable standing in for the venv's python: runs `body` with the launcher's arguments."""
+    script = tmp_path / "server.py"
+    script.write_text(body)
+    exe = tmp_path / "python"
+    # Drop the leading `-m vllm.entrypoints.openai.api_server`, keep the rest for the script.
+    exe.write_text(f'#!/bin/sh\nshift 2\nexec {sys.executable} {script} "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return exe
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def test_missing_venv_says_how_to_build_it(monkeypatch, model_dir, tmp_path):
+    monkeypatch.setenv("RLGYM_VLLM_PYTHON", str(tmp_path / "nowhere" / "python"))
+    with pytest.raises(VLLMEnvMissingError, match="make vllm-env"):
+        VLLMServer(model_dir).start()
+
+
+def test_starts_waits_for_health_and_stops_the_process_group(model_dir, tmp_path):
+    python = _fake_python(tmp_path, FAKE_API_SERVER)
+    server = VLLMServer(model_dir, python=python, startup_timeout_s=30, log_path=tmp_path / "server.log")
+    with server:
+        assert server.running
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        pid = server._proc.pid
+        assert os.getpgid(pid) == pid  # its own process group
+        command = server.command()
+        assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+        assert command[command.index("--logprobs-mode") + 1] == "raw_logprobs"
+    assert not server.running
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+    assert "fake api server on" in (tmp_path / "server.log").read_text()
+
+
+def test_async_context_manager(model_dir, tmp_path):
+    python = _fake_python(tmp_path, FAKE_API_SERVER)
+
+    async def main() -> bool:
+        async with VLLMServer(model_dir, python=python, startup_timeout_s=30) as server:
+            return server.running
+
+    assert asyncio.run(main())
+
+
+def test_a_server_that_dies_at_startup_reports_its_log(model_dir, tmp_path):
+    python = _fake_python(tmp_path, "import sys\nprint('ValueError: no such model', flush=True)\nsys.exit(3)\n")
+    with pytest.raises(VLLMServerError, match=r"(?s)exited with code 3.*ValueError: no such model"):
+        VLLMServer(model_dir, python=python, startup_timeout_s=30).start()
+
+
+def test_a_server_that_never_answers_times_out_and_is_killed(model_dir, tmp_path):
+    python = _fake_python(tmp_path, "import time\nprint('loading forever', flush=True)\ntime.sleep(60)\n")
+    server = VLLMServer(model_dir, python=python, startup_timeout_s=1.5)
+    t0 = time.monotonic()
+    with pytest.raises(VLLMServerError, match=r"(?s)did not answer.*loading forever"):
+        server.start()
+    assert time.monotonic() - t0 < 10
+    assert not server.running
+
+
+def test_rejects_a_folder_without_a_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
+        VLLMServer(tmp_path)
+
+
+# --- a real vLLM server -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> Path:
+    pytest.importorskip("transformers")
+    from rlgym_llm.rollout.tiny_model import build_tiny_model
+
+    return build_tiny_model()
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model):
+    try:
+        find_vllm_python()
+    except VLLMEnvMissingError as e:
+        pytest.skip(f"the project's vLLM venv is missing; build it with `make vllm-env` ({e})")
+    with VLLMServer(tiny_model, max_model_len=2048) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def hf_policy(tiny_model):
+    from rlgym_llm.rollout.hf_policy import TransformersPolicy
+
+    return TransformersPolicy.from_pretrained(str(tiny_model))
+
+
+def _openai_policy(server):
+    from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+
+    return OpenAICompatiblePolicy(server.base_url, model=server.model_name, timeout_s=60)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("temperature", [0.0, 0.7, 1.3])
+def test_server_logprobs_are_the_raw_model_logprobs(server, hf_policy, temperature):
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    tok = hf_policy.tokenizer
+    prompts = [
+        tok.encode(text, add_special_tokens=False)
+        for text in ("<|im_start|>user\nWhat is 12 + 30?<|im_end|>\n<|im_start|>assistant\n", "The answer is", "x")
+    ]
+
+    async def sample():
+        async with _openai_policy(server) as policy:
+            sp = SamplingParams(max_tokens=40, temperature=temperature, top_p=0.9, seed=7)
+            return await asyncio.gather(*(policy.generate(p, sp) for p in prompts))
+
+    completions = asyncio.run(sample())
+    for prompt, completion in zip(prompts, completions):
+        assert len(completion.token_ids) > 0
+        expected = hf_policy.score(prompt, completion.token_ids)
+        diff = max(abs(a - b) for a, b in zip(completion.logprobs, expected))
+        assert diff < 1e-3, f"max |vLLM - transformers| logprob = {diff}"
+        assert completion.text == tok.decode(list(completion.token_ids), skip_special_tokens=True)
+
+
+@pytest.mark.vllm
+def test_greedy_multi_turn_trajectories_match_the_transformers_policy(server, hf_policy):
+    import rlgym_llm
+    from rlgym_agents.tool_calling import ToolCallingAgent
+    from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    rlgym_llm.register("test/VLLMGuess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
+    agent = ToolCallingAgent(hf_policy.tokenizer)
+    config = RolloutConfig(
+        group_size=2, max_turns=3, sampling=SamplingParams(max_tokens=48, temperature=0), token_check="strict"
+    )
+    seeds = [0, 1, 2]
+
+    async def rollouts(policy):
+        return await RolloutManager("test/VLLMGuess-v0", agent, policy, config).run(seeds)
+
+    async def served():
+        async with _openai_policy(server) as policy:
+            return await rollouts(policy)
+
+    local, remote = asyncio.run(rollouts(hf_policy)), asyncio.run(served())
+    assert len(local) == len(remote) == len(seeds) * 2
+    n_turns = 0
+    for a, b in zip(local, remote):
+        assert not a.failures and not b.failures, (a.failures, b.failures)
+        assert a.prompt_token_ids == b.prompt_token_ids
+        assert len(a.turns) == len(b.turns) > 1  # multi-turn: the env answered and the model went on
+        for ta, tb in zip(a.turns, b.turns):
+            assert ta.completion_token_ids == tb.completion_token_ids
+            assert ta.obs_token_ids == tb.obs_token_ids
+            assert ta.finish_reason == tb.finish_reason
+            diff = max(abs(x - y) for x, y in zip(ta.completion_logprobs, tb.completion_logprobs))
+            assert diff < 1e-3, f"turn {ta.index}: max logprob diff {diff}"
+            n_turns += 1
+        assert a.token_ids == b.token_ids
+        assert a.outcome == b.outcome
+    assert n_turns >= len(local) * 2
+
+
+@pytest.mark.vllm
+def test_context_window_is_read_from_the_server_and_enforced(server):
+    from rlgym_llm.rollout.errors import ContextOverflowError
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    async def main():
+        async with _openai_policy(server) as policy:
+            near_full = await policy.generate([5] * 2040, SamplingParams(max_tokens=100))
+            with pytest.raises(ContextOverflowError):
+                await policy.generate([5] * 2048, SamplingParams(max_tokens=1))
+            return policy.max_context, near_full
+
+    max_context, near_full = asyncio.run(main())
+    assert max_context == 2048
+    assert len(near_full.token_ids) <= 8 and near_full.finish_reason in ("length", "stop")
