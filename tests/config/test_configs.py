@@ -1,0 +1,100 @@
+"""Every shipped config composes and validates; bad configs list every problem with its fix."""
+
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.config import CREDIT_METHODS, GROUPS, TrainConfig, default_config_dir, load_config
+from rlgym_llm.core.errors import ConfigError
+
+CONFIGS = default_config_dir()
+NO_ORACLE = {"code", "swe"}  # RL-only envs: SFT warm-up must be switched off
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def test_the_tree_has_one_group_per_room_and_the_documented_options():
+    assert {"env", "agent", "policy", "credit", "trainer", "sandbox"} <= {p.name for p in CONFIGS.iterdir()}
+    assert {"math", "code", "swe", "search", "gui"} <= set(_options("env"))
+    assert set(_options("credit")) == set(CREDIT_METHODS)
+    assert set(_options("policy")) == {"hf", "vllm", "openai"}
+    assert set(_options("sandbox")) == {"local", "docker"}
+
+
+def test_the_default_config_is_the_demo():
+    cfg = load_config("train")
+    assert isinstance(cfg, TrainConfig)
+    assert cfg.env.id == "toy/Counter-v0" and cfg.credit.method == "turn_grpo" and cfg.sft.enabled
+
+
+@pytest.mark.parametrize(("group", "option"), [(g, o) for g in GROUPS for o in _options(g)], ids=lambda x: str(x))
+def test_every_group_option_composes_and_validates(group, option):
+    overrides = [f"{group}={option}"]
+    if group == "policy" and option == "openai":
+        with pytest.raises(ConfigError, match="cannot be trained"):
+            load_config("train", overrides)
+        return
+    if group == "env" and option in NO_ORACLE:
+        with pytest.raises(ConfigError, match=r"sft\.enabled=false"):
+            load_config("train", overrides)
+        overrides.append("sft.enabled=false")
+    cfg = load_config("train", overrides)
+    node = getattr(cfg, group)
+    assert isinstance(node, GROUPS[group])
+    if group in ("env", "credit"):
+        assert (node.id if group == "env" else node.method).lower().find(option.split("_")[0][:3]) >= 0
+
+
+@pytest.mark.parametrize("name", _options("experiment"))
+def test_every_experiment_preset_composes_and_validates(name):
+    cfg = load_config("train", [f"+experiment={name}"])
+    assert cfg.out_dir.endswith(name)
+
+
+def test_switching_methods_and_envs_by_config_alone():
+    cfg = load_config("train", ["credit=gated", "env=swe", "sft.enabled=false", "credit.params.tau=0.8"])
+    assert (cfg.env.id, cfg.credit.method, cfg.credit.params["tau"]) == ("rlgym/SWE-v0", "gated", 0.8)
+    assert cfg.env.sandbox_kwarg == "sandbox"
+    cfg = load_config("train", ["env=math", "env.kwargs.difficulty=2", "sandbox=docker"])
+    assert cfg.env.kwargs == {"difficulty": 2} and cfg.sandbox.backend == "docker"
+
+
+def test_every_problem_is_reported_at_once_with_its_fix():
+    with pytest.raises(ConfigError) as e:
+        load_config("train", ["trainer.stepz=3", "trainer.lora.rr=2", "trainer.lr=fast"])
+    assert e.value.problems == [
+        "unknown key `trainer.stepz` in override `trainer.stepz=3`: did you mean `trainer.steps`?",
+        "unknown key `trainer.lora.rr` in override `trainer.lora.rr=2`: did you mean `trainer.lora.r`?",
+        "`trainer.lr` must be float, got 'fast' (str); set `trainer.lr=<float>`",
+    ]
+    with pytest.raises(ConfigError) as e:
+        load_config(
+            "train",
+            ["trainer.group_size=1", "credit.method=gpro", "policy.sampling.temperature=0", "policy.max_context=16"],
+        )
+    text = str(e.value)
+    assert len(e.value.problems) == 4
+    for fix in ("is not one of grpo", "trainer.group_size=8", "temperature=1.0", "raise policy.max_context"):
+        assert fix in text
+
+
+def test_unknown_group_option_lists_the_available_ones():
+    with pytest.raises(ConfigError, match="Available options in 'credit'"):
+        load_config("train", ["credit=ppo"])
+
+
+def test_schemas_are_in_hydras_config_store():
+    from hydra.core.config_store import ConfigStore
+
+    from rlgym_llm.config import register_configs
+
+    register_configs()
+    stored = ConfigStore.instance().list("schema")
+    assert {f"{g}.yaml" for g in GROUPS} | {"train.yaml"} <= set(stored)
+
+
+def test_a_missing_tree_says_where_to_point(tmp_path: Path):
+    with pytest.raises(ConfigError, match="RLGYM_CONFIG_DIR"):
+        load_config("train", config_dir=tmp_path)
