@@ -14,7 +14,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 IMAGE="${RLGYM_SANDBOX_IMAGE:-rlgym-sandbox:py3}"
 REPO="${IMAGE%%:*}"
 SUITE=bookworm
-PACKAGES=python3-minimal
+PACKAGES=python3-minimal,python3  # python3: the full standard library (unittest, json) that test suites need
 # Everything that shapes the image goes into the hash: this script and the in-box files beside it.
 RECIPE_HASH="$(cd "$HERE" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 

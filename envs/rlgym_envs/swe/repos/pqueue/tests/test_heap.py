@@ -22,6 +22,12 @@ class TestPriorityQueue(unittest.TestCase):
             queue.push(value, value)
         self.assertEqual(drain(queue), list(range(1, 13)))
 
+    def test_pops_mixed_input_in_order(self):
+        queue = PriorityQueue()
+        for value in [19, 7, 2, 1, 18, 15, 13]:
+            queue.push(value, value)
+        self.assertEqual(drain(queue), [1, 2, 7, 13, 15, 18, 19])
+
     def test_equal_priorities_are_fifo(self):
         queue = PriorityQueue()
         for name in ["first", "second", "third"]:
@@ -45,10 +51,10 @@ class TestPriorityQueue(unittest.TestCase):
 
     def test_remove_keeps_the_heap_order(self):
         queue = PriorityQueue()
-        for value in [0, 10, 1, 11, 12, 2, 3]:
+        for value in [16, 18, 12, 14, 1, 11, 8]:
             queue.push(value, value)
-        queue.remove(11)
-        self.assertEqual(drain(queue), [0, 1, 2, 3, 10, 12])
+        queue.remove(18)
+        self.assertEqual(drain(queue), [1, 8, 11, 12, 14, 16])
 
     def test_remove_last_item(self):
         queue = PriorityQueue()

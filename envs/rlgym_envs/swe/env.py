@@ -1,0 +1,356 @@
+"""`rlgym/SWE-v0`: fix a real bug in a small Python repository, judged by hidden tests.
+
+    env = rlgym_llm.make("rlgym/SWE-v0")                                  # shipped instances, local sandbox
+    env = rlgym_llm.make("rlgym/SWE-v0", dataset="tasks.jsonl", backend="docker")   # SWE-bench-style rows
+    messages, info = env.reset(seed=0)        # or options={"instance_id": "lrucache-2"}
+
+Episode rules:
+- The opening is a system prompt naming the tools, then the issue text. The repository is the
+  agent's working tree: `list_files`, `read_file` (line ranges), `edit_file` (exact string replace,
+  or create a file), `run_tests` (a selector) and `submit`. Each call gets a `tool` message; a bad
+  call gets an error message that says how to fix it. `step` never raises for model mistakes.
+- The tree lives on the host; `run_tests` copies the changed files into the episode's sandbox and runs
+  the tests there (the repository's code runs only in the sandbox).
+- `submit` ends the episode; so does the turn limit (`max_turns`, 30 by default), and the tree is
+  then graded as it stands.
+- Grading: the tree's non-test files plus FRESH copies of the test files (`Instance.test_files`)
+  go into a clean directory in the sandbox, and the FAIL_TO_PASS and PASS_TO_PASS tests run there.
+  Reward 1.0 iff all of them pass (0.0 if the code under test tampered with the runner). Editing,
+  deleting or adding tests changes nothing.
+- Signals every step: `tool_ok` (every call of the turn valid and successful), `progress`
+  (fraction of FAIL_TO_PASS tests passing, times the fraction of PASS_TO_PASS still passing),
+  `tests` (passed/total and the per-test vector over FAIL_TO_PASS then PASS_TO_PASS), `state_key`
+  (hash of the tree's non-test files), `reward_components` of the turn for gated accumulation:
+  `submitted` (1 on the submitting turn), `files_modified` (source files this turn changed),
+  `tests_passed` (graded fraction after the turn), `tool_ok` (fraction of the turn's calls that
+  succeeded). The graded signals are recomputed after turns that change a non-test file
+  (`dense_signals=False` grades only at the end); the starting tree needs no run, as by definition
+  FAIL_TO_PASS fails and PASS_TO_PASS passes on it.
+- `outcome()["components"]`: `resolved`, `submitted`, `modified` (any source file changed),
+  `files_modified`, `tests_passed`, `fail_to_pass`, `pass_to_pass`, `tool_ok` (valid-call rate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rlgym_envs.swe import tools as ops
+from rlgym_envs.swe.harness import TestHarness, TestRun
+from rlgym_envs.swe.instances import Instance, builtin_instances, is_test_path
+from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
+from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.tools import Tool, ToolError, parse_call
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.sandbox import Limits
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You are fixing a bug in the Python repository `{repo}`. The issue is below. Tools:\n"
+    "- list_files(path): the repository's files.\n"
+    "- read_file(path, start_line, end_line): a file with line numbers.\n"
+    "- edit_file(path, old_str, new_str): replace the one exact occurrence of old_str (copy it from the file).\n"
+    "- run_tests(selector): run tests, e.g. run_tests('tests/test_x.py') or run_tests('') for all.\n"
+    "- submit(): submit the repository as it is and end the episode.\n"
+    "Fix the code, not the tests: hidden tests decide the reward, and edits to test files are ignored."
+)
+NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submit()."
+MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 3], text[-(2 * limit) // 3 :]
+    return f"{head}\n[... {len(text) - len(head) - len(tail)} characters cut ...]\n{tail}"
+
+
+def _tree_key(files: Mapping[str, str]) -> str:
+    """Hash of the graded part of a tree: its non-test files."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in files if not is_test_path(p)):
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+class SWEEnv(Env):
+    """Repository bug fixing in a sandbox (see the module docstring for the episode rules).
+
+    Args:
+        dataset: None for the shipped instances, a SWE-bench-style JSONL file (see
+            `rlgym_envs.swe.swebench`), or a sequence of `Instance`s.
+        instance_ids: keep only these instances.
+        backend: the sandbox backend, "local" (default) or "docker".
+        limits: limits of each test run (default: 60 s wall and CPU, 1 GiB).
+        sandbox_options: extra backend options (e.g. `{"image": ...}` for docker).
+        test_timeout: seconds per test inside a run.
+        dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
+    """
+
+    tools: ClassVar[tuple[type[Tool], ...]] = TOOLS
+
+    def __init__(
+        self,
+        dataset: str | Path | Sequence[Instance] | None = None,
+        instance_ids: Sequence[str] | None = None,
+        backend: str = "local",
+        limits: Limits | Mapping[str, Any] | None = None,
+        sandbox_options: Mapping[str, Any] | None = None,
+        test_timeout: float = 10.0,
+        dense_signals: bool = True,
+    ) -> None:
+        super().__init__()
+        if dataset is None:
+            instances: Sequence[Instance] = builtin_instances()
+        elif isinstance(dataset, (str, Path)):
+            from rlgym_envs.swe.swebench import load_instances
+
+            instances = load_instances(dataset)
+        else:
+            instances = list(dataset)
+        if instance_ids is not None:
+            known = {i.id for i in instances}
+            unknown = [i for i in instance_ids if i not in known]
+            if unknown:
+                raise ConfigError([f"unknown instance id {i!r}; known: {sorted(known)}" for i in unknown])
+            instances = [i for i in instances if i.id in set(instance_ids)]
+        if not instances:
+            raise ConfigError(["the SWE env needs at least one instance"])
+        self.instances = tuple(instances)
+        self.backend = backend
+        self.limits = Limits.from_dict(dict(limits)) if isinstance(limits, Mapping) else limits
+        self.limits = self.limits or Limits(wall_s=60.0, cpu_s=60.0, memory_mb=1024, output_bytes=256 * 1024)
+        self.sandbox_options = dict(sandbox_options or {})
+        self.test_timeout = float(test_timeout)
+        self.dense_signals = dense_signals
+        self._harness: TestHarness | None = None
+        self._harness_image: str | None = None
+        self._instance: Instance = self.instances[0]
+        self._start_episode_state()
+
+    # --- episode state ------------------------------------------------------------------------
+
+    def _start_episode_state(self) -> None:
+        self._files: dict[str, str] = dict(self._instance.files)
+        self._box_files: dict[str, str] | None = None  # what the sandbox's repo/ holds (None: nothing yet)
+        self._submitted = False
+        self._calls = self._ok_calls = 0
+        self._start_key = _tree_key(self._files)
+        n_f2p = len(self._instance.fail_to_pass)
+        # By definition FAIL_TO_PASS fails and PASS_TO_PASS passes on the starting tree.
+        self._grades: dict[str, tuple[bool, ...]] = {
+            self._start_key: tuple([False] * n_f2p + [True] * len(self._instance.pass_to_pass))
+        }
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+        messages, info = super().reset(seed=seed, options=options)
+        self._start_episode_state()
+        if self._harness is not None:
+            self._harness.new_episode()
+        return messages, info
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        if "instance_id" in options:
+            by_id = {i.id: i for i in self.instances}
+            if options["instance_id"] not in by_id:
+                raise ValueError(f"options['instance_id'] {options['instance_id']!r} is not one of {sorted(by_id)}")
+            inst = by_id[options["instance_id"]]
+        elif "task_index" in options:
+            index = options["task_index"]
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.instances):
+                raise ValueError(f"options['task_index'] must be an int in [0, {len(self.instances)}), got {index!r}")
+            inst = self.instances[index]
+        else:
+            inst = self.instances[int(self.np_random.integers(len(self.instances)))]
+        self._instance = inst
+        return Task(
+            id=inst.id,
+            prompt=inst.problem_statement,
+            answer=inst.gold_patch,
+            hidden={
+                "fail_to_pass": list(inst.fail_to_pass),
+                "pass_to_pass": list(inst.pass_to_pass),
+                "gold_files": dict(inst.gold_files),
+                "test_files": dict(inst.test_files),
+            },
+            meta={"repo": inst.repo, "image": inst.image, "n_files": len(inst.files)},
+        )
+
+    def opening(self, task: Task) -> Messages:
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT.format(repo=task.meta["repo"])},
+            {"role": "user", "content": task.prompt},
+        ]
+
+    # --- the sandbox --------------------------------------------------------------------------
+
+    def _harness_for(self, inst: Instance) -> TestHarness:
+        image = inst.image if self.backend == "docker" else None
+        if self._harness is not None and image != self._harness_image:
+            self._harness.close()
+            self._harness = None
+        if self._harness is None:
+            options = {**self.sandbox_options, **({"image": image} if image else {})}
+            self._harness = TestHarness(self.backend, self.limits, **options)
+            self._harness_image = image
+        return self._harness
+
+    def _run_tests(self, selector: str) -> str:
+        inst = self._instance
+        if self._box_files is None:
+            changed, fresh = dict(self._files), True
+        else:
+            changed = {p: t for p, t in self._files.items() if self._box_files.get(p) != t}
+            fresh = False
+        request = {
+            "root": "repo",
+            "fresh": fresh,
+            "files": changed,
+            "selectors": selector.split(),
+            "test_timeout": self.test_timeout,
+        }
+        run = self._harness_for(inst).run(request)
+        self._box_files = dict(self._files)
+        return _clip(run.report or "(no output)", MAX_REPORT_CHARS)
+
+    def _grade(self) -> tuple[bool, ...]:
+        """The per-test pass vector of the current tree, graded with fresh test files (cached per tree)."""
+        key = _tree_key(self._files)
+        if key not in self._grades:
+            inst = self._instance
+            files = {p: t for p, t in self._files.items() if not is_test_path(p)}
+            files.update(inst.test_files)
+            request = {
+                "root": "_grade",
+                "fresh": True,
+                "files": files,
+                "ids": list(inst.tests),
+                "test_timeout": self.test_timeout,
+            }
+            run: TestRun = self._harness_for(inst).run(request)
+            if run.tampered:
+                logger.info("task %s: the code under test tampered with the runner; graded 0", inst.id)
+            self._grades[key] = tuple(run.passed(t) for t in inst.tests)
+        return self._grades[key]
+
+    def close(self) -> None:
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
+        super().close()
+
+    # --- stepping -----------------------------------------------------------------------------
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        messages: Messages = []
+        results: list[bool] = []
+        modified: set[str] = set()
+        submitted_now = False
+        before = _tree_key(self._files)
+        for call in turn.tool_calls:
+            if self._submitted:  # calls after the submission (same turn) neither run nor count
+                messages.append(_tool_message(call, "Ignored: the repository was already submitted."))
+                continue
+            self._calls += 1
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                messages.append(_tool_message(call, parsed.message))
+                results.append(False)
+                continue
+            text, ok = self._execute(parsed, modified)
+            if isinstance(parsed, Submit):
+                submitted_now = True
+            messages.append(_tool_message(call, text))
+            results.append(ok)
+        self._ok_calls += sum(results)
+        if not turn.tool_calls:
+            messages.append({"role": "user", "content": NO_TOOL_CALL})
+        tool_ok = all(results) if results else None
+        source_changed = _tree_key(self._files) != before
+        if self._submitted or (self.dense_signals and source_changed):
+            self._grade()
+        # The reward is paid once, on the submitting step (a turn limit grades through `outcome`).
+        reward = self.outcome()["reward"] if submitted_now else 0.0
+        components = {
+            "submitted": float(submitted_now),
+            "files_modified": float(len([p for p in modified if not is_test_path(p)])),
+            "tool_ok": sum(results) / len(results) if results else 0.0,
+        }
+        return Step(messages, reward=reward, terminated=self._submitted, signals=self._signals(tool_ok, components))
+
+    def _execute(self, tool: Tool, modified: set[str]) -> tuple[str, bool]:
+        files = self._files
+        if isinstance(tool, ListFiles):
+            result = ops.list_files(files, tool.path)
+        elif isinstance(tool, ReadFile):
+            result = ops.read_file(files, tool.path, tool.start_line, tool.end_line)
+        elif isinstance(tool, EditFile):
+            result = ops.edit_file(files, tool.path, tool.old_str, tool.new_str)
+            if result.changed:
+                modified.add(result.changed)
+        elif isinstance(tool, RunTests):
+            return self._run_tests(tool.selector), True
+        elif isinstance(tool, Submit):
+            self._submitted = True
+            return "Submitted. The hidden tests will grade the repository as it is now.", True
+        else:  # a tool class listed in `tools` but not handled here is a bug of this env
+            raise TypeError(f"unhandled tool {type(tool).__name__}")
+        return result.text, result.ok
+
+    def invalid_action(self, problem: str) -> Step:
+        step = super().invalid_action(problem)
+        return Step(step.messages, terminated=self._submitted, signals=self._signals(False, {"tool_ok": 0.0}))
+
+    def _known_grade(self) -> tuple[bool, ...] | None:
+        return self._grades.get(_tree_key(self._files))
+
+    def _signals(self, tool_ok: bool | None, components: dict[str, float]) -> StepSignals:
+        vector = self._known_grade()
+        inst = self._instance
+        extra: dict[str, Any] = {"calls_made": self._calls}
+        if vector is None:  # not graded yet (dense_signals=False): the last known values are not tracked
+            return StepSignals(tool_ok=tool_ok, reward_components=components, extra=extra)
+        progress = self._progress(vector)
+        components = {**components, "tests_passed": sum(vector) / len(vector) if vector else 0.0}
+        return StepSignals(
+            tool_ok=tool_ok,
+            progress=progress,
+            tests=(sum(vector), len(vector), vector),
+            reward_components=components,
+            state_key=f"{inst.id}:{_tree_key(self._files)}",
+            extra=extra,
+        )
+
+    def _progress(self, vector: tuple[bool, ...]) -> float:
+        n_f2p = len(self._instance.fail_to_pass)
+        f2p, p2p = vector[:n_f2p], vector[n_f2p:]
+        return (sum(f2p) / len(f2p) if f2p else 1.0) * (sum(p2p) / len(p2p) if p2p else 1.0)
+
+    def outcome(self) -> dict[str, Any]:
+        vector = self._grade()
+        n_f2p = len(self._instance.fail_to_pass)
+        f2p, p2p = vector[:n_f2p], vector[n_f2p:]
+        resolved = float(all(vector))
+        changed = [p for p, t in self._files.items() if not is_test_path(p) and self._instance.files.get(p) != t]
+        return {
+            "reward": resolved,
+            "components": {
+                "resolved": resolved,
+                "submitted": float(self._submitted),
+                "modified": float(bool(changed)),
+                "files_modified": float(len(changed)),
+                "tests_passed": sum(vector) / len(vector) if vector else 0.0,
+                "fail_to_pass": sum(f2p) / len(f2p) if f2p else 1.0,
+                "pass_to_pass": sum(p2p) / len(p2p) if p2p else 1.0,
+                "tool_ok": self._ok_calls / self._calls if self._calls else 0.0,
+            },
+        }
