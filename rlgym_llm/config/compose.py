@@ -252,7 +252,7 @@ def load_config(
     problems = early + check_schema(data, schema)
     if problems:
         raise ConfigError(problems)
-    cfg = to_dataclass(data, schema)
+    cfg: Any = to_dataclass(data, schema)
     problems = (checks(cfg) if checks else []) + (extra_checks(cfg) if extra_checks else [])
     if problems:
         raise ConfigError(problems)

@@ -242,4 +242,4 @@ class PolicyTrainer:
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return {"grad_norm": float(grad_norm), "lr": self.scheduler.get_last_lr()[0]}
+        return {"grad_norm": float(grad_norm), "lr": float(self.scheduler.get_last_lr()[0])}
