@@ -29,6 +29,18 @@ def test_exact_results(expression, expected):
     assert calculate(expression) == expected
 
 
+@pytest.mark.parametrize("literal", ["0", "7", "-12", "+5", "12.50", "-0.125", "123456789012345678901234567890"])
+def test_plain_number_fast_path_agrees_with_the_ast_walk(literal):
+    # `(x)` is not a plain number, so it takes the AST walk: both paths must give the same exact value.
+    fast, walked = evaluate(literal), evaluate(f"({literal})")
+    assert fast == walked and type(fast) is type(walked)
+
+
+def test_leading_zeros_are_not_read_as_plain_numbers():
+    with pytest.raises(CalculatorError):
+        evaluate("007")
+
+
 def test_evaluate_returns_exact_sympy_values():
     assert evaluate("1/3 + 1/6") == sympy.Rational(1, 2)
     assert evaluate("sqrt(2) * sqrt(2)") == 2

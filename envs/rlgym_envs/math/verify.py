@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import functools
 import logging
 import multiprocessing
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import sympy
 
-from rlgym_envs.math.calculator import CalculatorError, TooLargeError, evaluate
+from rlgym_envs.math.calculator import PLAIN_NUMBER_RE, CalculatorError, TooLargeError, evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -116,12 +117,11 @@ def check(prediction: Any, reference: Any) -> Verdict:
     candidates = extract_candidates(pred_text[-MAX_PREDICTION_CHARS:])
     if not candidates:
         return Verdict(False, False, "none", (), "no answer found in the prediction")
-    refs = extract_candidates(ref_text) or (ref_text,)
-
-    pred_vals, ref_vals = _values(candidates), _values(refs)
+    refs, ref_vals = _reference(ref_text)
+    pred_vals = _values(candidates)
     if pred_vals is _TOO_LARGE and ref_vals is not _TOO_LARGE:
         return Verdict(False, True, "exact", candidates, "a predicted number is too large to be the reference")
-    if isinstance(pred_vals, list) and isinstance(ref_vals, list):
+    if isinstance(pred_vals, list) and isinstance(ref_vals, tuple):
         ok = _same_sets(pred_vals, ref_vals)
         return Verdict(ok, True, "exact", candidates, "values match" if ok else "values differ")
     if ref_vals is None and not _looks_mathematical(" ".join(refs)):
@@ -200,6 +200,8 @@ def extract_candidates(text: str) -> tuple[str, ...]:
     whole text. Answers separated by "or", "and", ";" or commas (not thousands separators) are
     separate candidates.
     """
+    if PLAIN_NUMBER_RE.fullmatch(text):  # the common bare answer ("42", "-3.5"): nothing to extract
+        return (text,)
     boxed = _boxed(text)
     if boxed:
         pieces = boxed
@@ -262,6 +264,14 @@ def _value(candidate: str) -> _Value | str | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _reference(ref_text: str) -> tuple[tuple[str, ...], tuple[_Value, ...] | str | None]:
+    """The reference's candidates and values, cached: a GRPO group checks many answers against one."""
+    refs = extract_candidates(ref_text) or (ref_text,)
+    vals = _values(refs)
+    return refs, tuple(vals) if isinstance(vals, list) else vals
+
+
 def _values(candidates: tuple[str, ...]) -> list[_Value] | str | None:
     """The values of all candidates; `_TOO_LARGE` if one is too large, else None if one is not arithmetic."""
     vals = [_value(c) for c in candidates]
@@ -286,8 +296,10 @@ def _matches(a: _Value, b: _Value) -> bool:
     return any(_equal(x, y) for x in _readings(a) for y in _readings(b))
 
 
-def _same_sets(pred: list[_Value], ref: list[_Value]) -> bool:
+def _same_sets(pred: list[_Value], ref: Sequence[_Value]) -> bool:
     """Every predicted value is a reference value and vice versa (repeats of one value are fine)."""
+    if len(pred) == 1 and len(ref) == 1:  # the common case, and `_matches` is symmetric
+        return _matches(pred[0], ref[0])
     distinct: list[_Value] = []
     for v in pred:
         if not any(_matches(v, d) for d in distinct):
