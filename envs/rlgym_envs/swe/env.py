@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 from rlgym_envs.swe import tools as ops
 from rlgym_envs.swe.harness import TestHarness, TestRun
 from rlgym_envs.swe.instances import Instance, builtin_instances, is_test_path
+from rlgym_envs.swe.patches import replacement_edits
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
@@ -180,6 +181,8 @@ class SWEEnv(Env):
                 "fail_to_pass": list(inst.fail_to_pass),
                 "pass_to_pass": list(inst.pass_to_pass),
                 "gold_files": dict(inst.gold_files),
+                # The gold fix as exact-replace edits (each old_str unique when applied in order), for oracles.
+                "gold_edits": {p: replacement_edits(inst.files.get(p, ""), t) for p, t in inst.gold_files.items()},
                 "test_files": dict(inst.test_files),
             },
             meta={"repo": inst.repo, "image": inst.image, "n_files": len(inst.files)},

@@ -1,0 +1,136 @@
+"""Load SWE-bench-style instances from JSONL, for `SWEEnv(dataset="tasks.jsonl", backend="docker")`.
+
+One JSON object per line:
+
+    {"instance_id": "mylib-42",
+     "repo_dir": "repos/mylib",              # the repository at the buggy commit (relative to the file)
+     "problem_statement": "Parsing fails when ...",
+     "FAIL_TO_PASS": ["tests/test_parse.py::TestParse::test_unicode"],
+     "PASS_TO_PASS": ["tests/test_parse.py::TestParse::test_ascii"],
+     "image": "rlgym-sandbox:py3",           # optional: docker image to run this instance in
+     "test_patch": "diff --git ...",         # optional: hidden tests, applied only for grading
+     "patch": "diff --git ..."}              # optional: the gold fix (for oracles and checks)
+
+`repo` is accepted in place of `repo_dir` when it names a directory. `FAIL_TO_PASS`/`PASS_TO_PASS`
+may also be JSON-encoded strings, as in the SWE-bench datasets. Test ids use pytest's form; the
+in-box runner runs unittest test methods, plain `test_*` functions and methods of `Test*` classes
+(parametrized pytest ids are not supported).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rlgym_envs.swe.instances import Instance, is_test_path, read_repo
+from rlgym_envs.swe.patches import PatchError, apply_patch
+from rlgym_llm.core.errors import ConfigError
+
+
+def _test_list(row: Mapping[str, Any], key: str, where: str, problems: list[str]) -> tuple[str, ...]:
+    value = row.get(key, [])
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError:
+            problems.append(f"{where}: {key} is a string but not a JSON list")
+            return ()
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        problems.append(f"{where}: {key} must be a list of test ids")
+        return ()
+    return tuple(value)
+
+
+def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") -> Instance:
+    """Build one `Instance` from a SWE-bench-style row; paths are relative to `base`.
+
+    Raises:
+        ConfigError: listing every problem of the row.
+    """
+    problems: list[str] = []
+    instance_id = row.get("instance_id")
+    if not isinstance(instance_id, str) or not instance_id:
+        problems.append(f"{where}: instance_id must be a non-empty string")
+    statement = row.get("problem_statement")
+    if not isinstance(statement, str) or not statement.strip():
+        problems.append(f"{where}: problem_statement must be a non-empty string")
+    repo_field = row.get("repo_dir", row.get("repo"))
+    repo_dir = (base / repo_field) if isinstance(repo_field, str) and repo_field else None
+    if repo_dir is None or not repo_dir.is_dir():
+        problems.append(f"{where}: repo_dir (or repo) must name a directory, got {repo_field!r}")
+    f2p = _test_list(row, "FAIL_TO_PASS", where, problems)
+    p2p = _test_list(row, "PASS_TO_PASS", where, problems)
+    if not f2p and not problems:
+        problems.append(f"{where}: FAIL_TO_PASS is empty; an instance needs at least one failing test")
+    image = row.get("image")
+    if image is not None and (not isinstance(image, str) or not image):
+        problems.append(f"{where}: image must be a docker image name")
+    for key in ("test_patch", "patch"):
+        if row.get(key) is not None and not isinstance(row.get(key), str):
+            problems.append(f"{where}: {key} must be a unified diff string")
+    if problems:
+        raise ConfigError(problems)
+    assert repo_dir is not None and isinstance(instance_id, str) and isinstance(statement, str)
+    files = read_repo(repo_dir)
+    test_files = {p: t for p, t in files.items() if is_test_path(p)}
+    gold: dict[str, str] = {}
+    try:
+        if row.get("test_patch"):
+            patched = apply_patch(files, row["test_patch"])
+            test_files.update({p: t for p, t in patched.items() if files.get(p) != t})
+        if row.get("patch"):
+            fixed = apply_patch(files, row["patch"])
+            gold = {p: t for p, t in fixed.items() if files.get(p) != t}
+    except PatchError as e:
+        raise ConfigError([f"{where}: {e}"]) from None
+    return Instance(
+        id=instance_id,
+        repo=Path(repo_dir).name,
+        problem_statement=statement,
+        files=files,
+        test_files=test_files,
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        gold_files=gold,
+        image=image,
+    )
+
+
+def load_instances(path: str | Path) -> list[Instance]:
+    """Every instance of a SWE-bench-style JSONL file (blank lines skipped).
+
+    Raises:
+        ConfigError: the file is missing, or rows are malformed (every problem listed at once).
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise ConfigError([f"SWE dataset {str(source)!r} does not exist"])
+    instances, problems, seen = [], [], set()
+    for n, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{source.name}:{n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.append(f"{where}: not valid JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict):
+            problems.append(f"{where}: each line must be a JSON object")
+            continue
+        try:
+            inst = instance_from_row(row, source.parent, where)
+        except ConfigError as e:
+            problems += e.problems
+            continue
+        if inst.id in seen:
+            problems.append(f"{where}: duplicate instance_id {inst.id!r}")
+        seen.add(inst.id)
+        instances.append(inst)
+    if problems:
+        raise ConfigError(problems)
+    if not instances:
+        raise ConfigError([f"SWE dataset {str(source)!r} has no instances"])
+    return instances
