@@ -1,0 +1,297 @@
+"""`rlgym/Code-v0`: write a Python function or program, try it on the visible examples, submit it.
+
+    env = rlgym_llm.make("rlgym/Code-v0")                                   # the shipped task set
+    env = rlgym_llm.make("rlgym/Code-v0", tasks="my_tasks.jsonl", difficulty=[2, 3])
+    env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker")
+
+Episode rules:
+- The opening is a system prompt naming the tools, then the task with its visible examples.
+- `run_examples(code)` runs the code on the visible examples in the sandbox; the tool message says
+  which failed and why (expected value, what the code gave, the tail of stderr), for the next turn.
+- `submit(code)` grades the code on the hidden tests and ends the episode (one submission per
+  episode). The feedback says how many hidden tests passed, never what they are.
+- A turn without tool calls gets a reminder; bad tool calls get an error message; `step` never raises
+  (except `SandboxError` when the sandbox itself breaks: the rollout manager records it).
+- Reward: 1.0 when every hidden test passes, else 0.0, paid on the submitting step.
+  `outcome()["components"]`: `all_passed`, `pass_rate`, `tests_passed`, `tests_total`, `submitted`
+  and `test/<i>` (1.0 or 0.0 per hidden test); `outcome()["tests"]` holds the pass vector, and so does
+  `info["signals"]["tests"]` on the submitting step: what weighted partial credit (VeRPO) needs.
+- Signals: `tool_ok`; `progress` (the visible-example pass fraction of the last run, then the hidden
+  pass fraction after the submission); `tests` (hidden, after the submission); `reward_components`;
+  extras `examples` (the last run's visible pass vector) and `calls_made`.
+- Hidden tests and the reference solution live on `env.task` (`hidden["tests"]`, `answer`), never in
+  an observation. How the harness keeps verdicts unforgeable: `rlgym_envs.code.grading`.
+
+The env owns one sandbox, started on first use and wiped between episodes; `close()` stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pydantic
+
+from rlgym_envs.code.grading import CaseResult, feedback, probe_readable, run_cases
+from rlgym_envs.code.tasks import BUILTIN, KINDS, TaskSpec, load_specs, resolve_tasks, to_task
+from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.tools import Tool, ToolError, parse_call
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.sandbox import Limits, Sandbox, SandboxError, make_sandbox
+from rlgym_llm.sandbox.sync import run_sync
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "Solve the programming task in Python 3 (standard library only). You have two tools:\n"
+    "- run_examples(code): runs your code on the visible examples and shows what failed;\n"
+    "- submit(code): grades your code on hidden tests and ends the episode; only one submission counts.\n"
+    "Pass the complete source code each time."
+)
+NO_TOOL_CALL = "Please call run_examples to test your code, or submit with your final code."
+MAX_CODE_CHARS = 100_000
+DEFAULT_LIMITS = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=512, max_procs=16, output_bytes=64 * 1024)
+
+
+class RunExamples(Tool):
+    """Run your code on the task's visible examples. Shows which examples fail and why."""
+
+    name: ClassVar[str] = "run_examples"
+    code: str = pydantic.Field(min_length=1, max_length=MAX_CODE_CHARS, description="the complete Python source")
+
+
+class Submit(Tool):
+    """Submit your final code for grading on hidden tests. This ends the episode."""
+
+    name: ClassVar[str] = "submit"
+    code: str = pydantic.Field(min_length=1, max_length=MAX_CODE_CHARS, description="the complete Python source")
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+
+class CodeEnv(Env):
+    """Python programming tasks with visible examples and hidden tests, run in a sandbox.
+
+    Args:
+        tasks: a JSONL task file (format: `docs/code_env.md`), or `"builtin"` for the shipped set.
+        difficulty: a level in 1..3 or a list of levels to draw from (default: all).
+        kinds: `function`, `stdio` or both (default: both).
+        sandbox_backend: `local` (default) or `docker`.
+        sandbox_options: keyword options for the backend (e.g. `{"image": ...}` for docker).
+        limits: sandbox limits per execution (default: `DEFAULT_LIMITS`).
+        test_timeout_s: seconds per test case, overriding each task's `timeout_s`.
+        grading_budget_s: seconds for all cases of one run or submission together.
+
+    `reset(options={"task_index": i})` or `{"task_id": "..."}` picks a task of the (filtered) set;
+    otherwise the env's RNG picks one.
+    """
+
+    tools: ClassVar[tuple[type[Tool], ...]] = (RunExamples, Submit)
+
+    def __init__(
+        self,
+        tasks: str | Path = BUILTIN,
+        difficulty: int | Sequence[int] | None = None,
+        kinds: str | Sequence[str] | None = None,
+        sandbox_backend: str = "local",
+        sandbox_options: Mapping[str, Any] | None = None,
+        limits: Limits | None = None,
+        test_timeout_s: float | None = None,
+        grading_budget_s: float = 30.0,
+    ) -> None:
+        super().__init__()
+        levels = None if difficulty is None else ([difficulty] if isinstance(difficulty, int) else list(difficulty))
+        wanted_kinds = KINDS if kinds is None else ((kinds,) if isinstance(kinds, str) else tuple(kinds))
+        problems = [f"kind {k!r} is not one of {list(KINDS)}" for k in wanted_kinds if k not in KINDS]
+        problems += [f"difficulty {d!r} is not one of [1, 2, 3]" for d in levels or () if d not in (1, 2, 3)]
+        if sandbox_backend not in ("local", "docker"):
+            problems.append(f"sandbox_backend must be 'local' or 'docker', got {sandbox_backend!r}")
+        if test_timeout_s is not None and not test_timeout_s > 0:
+            problems.append(f"test_timeout_s must be positive, got {test_timeout_s!r}")
+        if problems:
+            raise ConfigError(problems)
+        specs = [s for s in load_specs(tasks) if s.kind in wanted_kinds and (levels is None or s.difficulty in levels)]
+        if not specs:
+            raise ConfigError([f"no task in {str(tasks)!r} matches difficulty={levels} and kinds={list(wanted_kinds)}"])
+        source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name
+        self.specs: list[TaskSpec] = specs
+        self.tasks: list[Task] = [to_task(s, source) for s in specs]
+        self._task_file = str(resolve_tasks(tasks).resolve())
+        self.sandbox_backend = sandbox_backend
+        self.sandbox_options = dict(sandbox_options or {})
+        self.limits = limits or DEFAULT_LIMITS
+        self.test_timeout_s = test_timeout_s
+        self.grading_budget_s = grading_budget_s
+        self.isolation: dict[str, Any] = {}  # what the box can read of the task file, probed at start
+        self._box: Sandbox | None = None
+        self._dirty = False
+        self._spec: TaskSpec | None = None
+        self._examples: list[CaseResult] | None = None
+        self._hidden: list[CaseResult] | None = None
+        self._calls = 0
+
+    # --- the sandbox ----------------------------------------------------------------------------
+
+    def _sandbox(self) -> Sandbox:
+        if self._box is None:
+            box = make_sandbox(self.sandbox_backend, self.limits, **self.sandbox_options)
+            run_sync(box.start())
+            self._box = box
+            self.isolation = run_sync(probe_readable(box, [self._task_file]))
+            if self.isolation.get("readable"):
+                logger.warning(
+                    "code in the %s sandbox can read the task file %s (no Landlock here?): "
+                    "hidden tests are not hidden from it",
+                    self.sandbox_backend,
+                    self._task_file,
+                )
+        self._dirty = True
+        return self._box
+
+    def _grade(self, code: str, hidden: bool) -> list[CaseResult]:
+        assert self._spec is not None
+        box = self._sandbox()
+        try:
+            return run_sync(
+                run_cases(
+                    box,
+                    self._spec,
+                    code,
+                    hidden=hidden,
+                    timeout_s=self.test_timeout_s,
+                    budget_s=self.grading_budget_s,
+                )
+            )
+        except SandboxError:
+            self._drop_box()  # a broken box is not reused; the next call starts a fresh one
+            raise
+
+    def _drop_box(self) -> None:
+        box, self._box = self._box, None
+        if box is not None:
+            try:
+                run_sync(box.close())
+            except Exception as exc:  # closing a broken box may fail too; it is gone either way
+                logger.warning("closing the code sandbox failed: %r", exc)
+
+    def close(self) -> None:
+        self._drop_box()
+        super().close()
+
+    # --- the env --------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+        if self._box is not None and self._dirty:
+            try:
+                run_sync(self._box.reset())
+                self._dirty = False
+            except SandboxError as exc:
+                logger.warning("resetting the code sandbox failed, starting a fresh one: %r", exc)
+                self._drop_box()
+        self._examples, self._hidden, self._calls = None, None, 0
+        return super().reset(seed=seed, options=options)
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
+        index, task_id = options.get("task_index"), options.get("task_id")
+        if task_id is not None:
+            ids = [t.id for t in self.tasks]
+            if task_id not in ids:
+                raise ValueError(f"options['task_id'] {task_id!r} is not a task of this env ({len(ids)} tasks)")
+            index = ids.index(task_id)
+        if index is None:
+            index = int(self.np_random.integers(len(self.tasks)))
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.tasks):
+            raise ValueError(f"options['task_index'] must be an int in [0, {len(self.tasks)}), got {index!r}")
+        self._spec = self.specs[index]
+        return self.tasks[index]
+
+    def opening(self, task: Task) -> Messages:
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
+
+    def respond(self, turn: AssistantTurn) -> Step:
+        messages: Messages = []
+        ok: bool | None = None if not turn.tool_calls else True
+        submitted_before = self._hidden is not None
+        for call in turn.tool_calls:
+            self._calls += 1
+            if self._hidden is not None:
+                messages.append(_tool_message(call, "Ignored: the code was already submitted."))
+                continue
+            parsed = parse_call(call, self.tools)
+            if isinstance(parsed, ToolError):
+                ok = False
+                messages.append(_tool_message(call, parsed.message))
+            elif isinstance(parsed, RunExamples):
+                assert self._spec is not None
+                if not self._spec.examples:
+                    messages.append(_tool_message(call, "This task has no visible examples; submit when ready."))
+                    continue
+                self._examples = self._grade(parsed.code, hidden=False)
+                messages.append(_tool_message(call, feedback(self._spec, self._examples)))
+            elif isinstance(parsed, Submit):
+                self._hidden = self._grade(parsed.code, hidden=True)
+                passed = sum(r.passed for r in self._hidden)
+                verdict = "All hidden tests passed." if passed == len(self._hidden) else "Not all hidden tests passed."
+                text = f"Submitted. {passed}/{len(self._hidden)} hidden tests passed. {verdict}"
+                messages.append(_tool_message(call, text))
+        if not turn.tool_calls:
+            messages.append({"role": "user", "content": NO_TOOL_CALL})
+        done = self._hidden is not None
+        reward = self.outcome()["reward"] if done and not submitted_before else 0.0
+        info: dict[str, Any] = {}
+        if done and not submitted_before:
+            info["test_results"] = [
+                {"id": f"{self.task.id}/{i}", "passed": r.passed, "status": r.status, "duration_s": r.duration_s}
+                for i, r in enumerate(self._hidden or [])
+            ]
+        return Step(messages, reward=reward, terminated=done, signals=self._signals(ok), info=info)
+
+    def invalid_action(self, problem: str) -> Step:
+        step = super().invalid_action(problem)
+        return Step(step.messages, terminated=self._hidden is not None, signals=self._signals(False))
+
+    def _signals(self, tool_ok: bool | None) -> StepSignals:
+        tests = None
+        progress = 0.0
+        if self._examples:
+            progress = sum(r.passed for r in self._examples) / len(self._examples)
+        if self._hidden is not None:
+            vector = tuple(r.passed for r in self._hidden)
+            tests = (sum(vector), len(vector), vector)
+            progress = sum(vector) / max(len(vector), 1)
+        examples = None
+        if self._examples is not None:
+            vector_e = [r.passed for r in self._examples]
+            examples = {"passed": sum(vector_e), "total": len(vector_e), "vector": vector_e}
+        return StepSignals(
+            tool_ok=tool_ok,
+            progress=progress,
+            tests=tests,
+            reward_components=self.outcome()["components"],
+            extra={"examples": examples, "calls_made": self._calls},
+        )
+
+    def outcome(self) -> dict[str, Any]:
+        results = self._hidden or []
+        total = len(results) if self._hidden is not None else len(self.task.hidden["tests"])
+        vector = [r.passed for r in results] if self._hidden is not None else [False] * total
+        passed = sum(vector)
+        all_passed = float(self._hidden is not None and passed == total)
+        components = {
+            "all_passed": all_passed,
+            "pass_rate": passed / total if total else 0.0,
+            "tests_passed": float(passed),
+            "tests_total": float(total),
+            "submitted": float(self._hidden is not None),
+        }
+        components.update({f"test/{i}": float(v) for i, v in enumerate(vector)})
+        return {
+            "reward": all_passed,
+            "components": components,
+            "tests": {"passed": passed, "total": total, "vector": vector},
+        }

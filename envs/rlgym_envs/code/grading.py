@@ -1,0 +1,217 @@
+"""Run submitted code against a task's cases in a sandbox, and judge each case on the host.
+
+Why a verdict cannot be forged from inside the box:
+- a hidden test never enters the box whole: each case runs in its own execution, which receives only
+  that case's input (function arguments, or the program's stdin);
+- the expected value stays on the host. The in-box harness (`_harness.py`) reports what the code
+  returned (function tasks) or the program prints (stdio tasks), and the host compares. Code that
+  exits early, patches the harness, builtins or `json`, or prints "PASS" lines only changes what it
+  reports about itself;
+- the report line carries a fresh per-execution nonce, so the code's own prints (moved to stderr in
+  function tasks) are never mistaken for it, and stdout must hold exactly that one line;
+- the harness confines the code with Landlock (see `_harness.py`) so it cannot read the task files
+  of the installed package either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from rlgym_envs.code.tasks import FunctionCase, StdioCase, TaskSpec, call_text
+from rlgym_llm.sandbox import ExecResult, Sandbox
+
+SOLUTION_FILE = "solution.py"
+_SHORT = 300  # characters of a value or an error shown back to the model
+
+
+@cache
+def harness_source() -> str:
+    """The in-box harness, sent as `python3 -c SOURCE MODE NONCE`."""
+    return (resources.files("rlgym_envs.code") / "_harness.py").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The verdict on one case.
+
+    Attributes:
+        passed: the code produced the expected value or output.
+        status: `pass`, `wrong` (ran, wrong answer), `error` (raised, crashed, exited early, no
+            result), `timeout`, or `skipped` (the grading time budget ran out first).
+        duration_s: seconds the execution took.
+        got: a short text of what the code produced (for feedback on visible examples only).
+        error: a short error description, if any.
+        stderr: the tail of the code's stderr.
+    """
+
+    passed: bool
+    status: str
+    duration_s: float = 0.0
+    got: str | None = None
+    error: str | None = None
+    stderr: str = ""
+
+
+def _short(text: str, limit: int = _SHORT) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _tail(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def same(got: Any, expected: Any, compare: str = "exact") -> bool:
+    """Whether a returned JSON value matches the expected one.
+
+    `exact`: equal values, but a bool never equals a number; `float`: numbers within a relative
+    1e-6 (absolute 1e-9); `unordered`: two lists holding the same elements in any order.
+    """
+    if compare == "unordered":
+        if not (isinstance(got, list) and isinstance(expected, list)) or len(got) != len(expected):
+            return False
+        key = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731
+        return all(same(a, b) for a, b in zip(sorted(got, key=key), sorted(expected, key=key)))
+    if isinstance(got, bool) or isinstance(expected, bool):
+        return type(got) is type(expected) and got == expected
+    if isinstance(got, (int, float)) and isinstance(expected, (int, float)):
+        if compare == "float":
+            return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9)
+        return got == expected
+    if isinstance(got, list) and isinstance(expected, list):
+        return len(got) == len(expected) and all(same(a, b, compare) for a, b in zip(got, expected))
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(same(got[k], expected[k], compare) for k in got)
+    return type(got) is type(expected) and got == expected
+
+
+def normalize_output(text: str) -> str:
+    """Printed output as judged: trailing spaces on each line and trailing blank lines do not count."""
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
+
+
+def _failure(result: ExecResult) -> CaseResult | None:
+    """The verdict when the execution itself failed (timeout, memory, could not start)."""
+    stderr = _tail(result.stderr)
+    if result.timed_out:
+        return CaseResult(False, "timeout", result.duration_s, error="time limit exceeded", stderr=stderr)
+    if result.oom_killed:
+        return CaseResult(False, "error", result.duration_s, error="memory limit exceeded", stderr=stderr)
+    if result.error:
+        return CaseResult(False, "error", result.duration_s, error=_short(result.error), stderr=stderr)
+    return None
+
+
+def judge_function(result: ExecResult, case: FunctionCase, nonce: str, compare: str) -> CaseResult:
+    """Judge a function case from the harness's report line (`NONCE {json}` as the whole stdout)."""
+    if (failed := _failure(result)) is not None:
+        return failed
+    stderr, took = _tail(result.stderr), result.duration_s
+    reports = [line for line in result.stdout.splitlines() if line.startswith(nonce + " ")]
+    if not reports:
+        why = f"no result: the code exited (status {result.exit_code}) before the function returned"
+        return CaseResult(False, "error", took, error=why, stderr=stderr)
+    if len(reports) != 1 or result.stdout != reports[0] + "\n":
+        return CaseResult(False, "error", took, error="unexpected output on the result channel", stderr=stderr)
+    try:
+        report = json.loads(reports[0][len(nonce) + 1 :])
+        ok, value = bool(report["ok"]), report.get("value")
+    except (ValueError, KeyError, TypeError):
+        return CaseResult(False, "error", took, error="unreadable result", stderr=stderr)
+    if not ok:
+        return CaseResult(False, "error", took, error=_short(str(report.get("error"))), stderr=stderr)
+    got = _short(repr(value))
+    passed = same(value, case.expected, compare)
+    return CaseResult(passed, "pass" if passed else "wrong", took, got=got, stderr=stderr)
+
+
+def judge_stdio(result: ExecResult, case: StdioCase) -> CaseResult:
+    """Judge a stdin/stdout case: exit status 0 and the expected output (see `normalize_output`)."""
+    if (failed := _failure(result)) is not None:
+        return failed
+    stderr, got = _tail(result.stderr), _short(result.stdout)
+    if result.exit_code != 0:
+        why = f"exit status {result.exit_code}" if result.exit_code is not None else f"killed by signal {result.signal}"
+        return CaseResult(False, "error", result.duration_s, got=got, error=why, stderr=stderr)
+    passed = not result.truncated and normalize_output(result.stdout) == normalize_output(case.output)
+    return CaseResult(passed, "pass" if passed else "wrong", result.duration_s, got=got, stderr=stderr)
+
+
+async def run_cases(
+    box: Sandbox,
+    spec: TaskSpec,
+    code: str,
+    *,
+    hidden: bool,
+    timeout_s: float | None = None,
+    budget_s: float = 30.0,
+    python: str = "python3",
+) -> list[CaseResult]:
+    """Run `code` on the task's visible examples (`hidden=False`) or hidden tests, one execution each.
+
+    Args:
+        box: a started sandbox; `solution.py` in its work dir is overwritten.
+        spec: the task.
+        code: the submitted Python source.
+        hidden: grade the hidden tests instead of the visible examples.
+        timeout_s: wall-clock seconds per case (default: the task's `timeout_s`).
+        budget_s: seconds for all cases together; cases left when it runs out are `skipped`.
+        python: the interpreter's name inside the box.
+    """
+    await box.write_file(SOLUTION_FILE, code)
+    per_case = spec.timeout_s if timeout_s is None else timeout_s
+    deadline = time.monotonic() + budget_s
+    results = []
+    for case in spec.cases(hidden):
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            results.append(CaseResult(False, "skipped", error="not run: the grading time budget was used up"))
+            continue
+        nonce = secrets.token_hex(16)
+        argv = [python, "-c", harness_source(), spec.kind, nonce]
+        if isinstance(case, FunctionCase):
+            request = json.dumps({"entry": spec.entry_point, "args": case.args, "kwargs": case.kwargs})
+            result = await box.exec(argv, stdin=request, timeout=min(per_case, left))
+            results.append(judge_function(result, case, nonce, spec.compare))
+        else:
+            result = await box.exec(argv, stdin=case.input, timeout=min(per_case, left))
+            results.append(judge_stdio(result, case))
+    return results
+
+
+async def probe_readable(box: Sandbox, paths: list[str], python: str = "python3") -> dict[str, Any]:
+    """Which of `paths` submitted code could read in `box`: `{"landlock": abi, "readable": [...]}`."""
+    result = await box.exec([python, "-c", harness_source(), "probe", "-"], stdin=json.dumps(paths), timeout=30)
+    try:
+        return dict(json.loads(result.stdout))
+    except ValueError:
+        return {"landlock": 0, "readable": list(paths), "error": _short(result.stderr or str(result.error))}
+
+
+def feedback(spec: TaskSpec, results: list[CaseResult]) -> str:
+    """The tool message for a run on the visible examples: what passed, and for each failure why."""
+    passed = sum(r.passed for r in results)
+    lines = [f"Ran your code on {len(results)} example(s): {passed} passed, {len(results) - passed} failed."]
+    for i, (case, r) in enumerate(zip(spec.examples, results), start=1):
+        if r.passed:
+            lines.append(f"Example {i}: passed.")
+            continue
+        if isinstance(case, FunctionCase):
+            lines.append(f"Example {i}: {r.status.upper()}. Call: {_short(call_text(spec.entry_point or '', case))}")
+            lines.append(f"  expected: {_short(repr(case.expected))}")
+        else:
+            lines.append(f"Example {i}: {r.status.upper()}. Input:\n{_short(case.input)}")
+            lines.append(f"  expected output:\n{_short(case.output)}")
+        if r.got is not None:
+            lines.append(f"  got: {r.got}")
+        if r.error:
+            lines.append(f"  error: {r.error}")
+        if r.stderr.strip():
+            lines.append(f"  stderr:\n{r.stderr.rstrip()}")
+    return "\n".join(lines)

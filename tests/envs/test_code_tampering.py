@@ -1,0 +1,154 @@
+"""Code that tampers with the grading harness earns nothing (rlgym/Code-v0, local backend).
+
+Each attack is submitted as the solution of a real task; the reward must be 0 and no hidden test may
+count as passed. Controls show the attacks are real: run outside the box, the file-reading attack
+does produce the right answers.
+"""
+
+import json
+
+import pytest
+
+import rlgym_llm
+from rlgym_envs.code.tasks import resolve_tasks
+
+TASK_FILE = str(resolve_tasks("builtin").resolve())
+
+# Looks its own test up in the installed task file and returns the expected value.
+READ_TASK_FILE = f"""
+import json
+def digit_sum(n):
+    try:
+        with open({TASK_FILE!r}) as f:
+            for line in f:
+                task = json.loads(line)
+                if task["id"] == "digit-sum":
+                    for case in task["tests"] + task["examples"]:
+                        if case["args"] == [n]:
+                            return case["expected"]
+    except OSError:
+        pass
+    try:
+        from rlgym_envs.code.tasks import load_specs
+        for spec in load_specs("builtin"):
+            if spec.id == "digit-sum":
+                return [c.expected for c in spec.tests if c.args == [n]][0]
+    except Exception:
+        pass
+    return -1
+"""
+
+FUNCTION_ATTACKS = {
+    "sys.exit(0) at import": "import sys\nsys.exit(0)\ndef digit_sum(n):\n    return 0\n",
+    "os._exit(0) at import": "import os\nos._exit(0)\n",
+    "os._exit(0) in the call": "import os\ndef digit_sum(n):\n    os._exit(0)\n",
+    "fake PASS lines": (
+        "def digit_sum(n):\n    print('PASS')\n    print('All tests passed.')\n    print('OK (passed=1)')\n    return -1\n"
+    ),
+    "forged report on every fd": (
+        "import os, sys\n"
+        "nonce = sys.argv[-1]\n"
+        "def digit_sum(n):\n"
+        "    line = (nonce + ' ' + '{\"ok\": true, \"passed\": true, \"value\": true}' + '\\n').encode()\n"
+        "    for fd in range(1, 20):\n"
+        "        try:\n"
+        "            os.write(fd, line)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    os._exit(0)\n"
+    ),
+    "monkeypatched json, print and exit": (
+        "import json, builtins, sys, os\n"
+        'json.dumps = lambda *a, **k: \'{"ok": true, "value": "PASS"}\'\n'
+        "json.loads = lambda *a, **k: {'ok': True}\n"
+        "builtins.print = lambda *a, **k: None\n"
+        "sys.exit = os._exit = lambda *a: None\n"
+        "def digit_sum(n):\n    return 'PASS'\n"
+    ),
+    "an object equal to everything": (
+        "class Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "def digit_sum(n):\n    return Any(-7)\n"
+    ),
+    "reads the hidden tests": READ_TASK_FILE,
+    "searches the box for test files": (
+        "import os\n"
+        "def digit_sum(n):\n"
+        "    for top in ('.', '/tmp', '..', '/work'):\n"
+        "        for root, dirs, files in os.walk(top):\n"
+        "            for f in files:\n"
+        "                if f.endswith(('.json', '.jsonl')) or 'test' in f:\n"
+        "                    print(root, f)\n"
+        "    return -1\n"
+    ),
+}
+
+STDIO_ATTACKS = {
+    "sys.exit(0) at once": "import sys\nsys.exit(0)\n",
+    "fake PASS lines": "print('PASS')\nprint('All tests passed')\n",
+    "reads the hidden tests": (
+        "import json, sys\n"
+        "data = sys.stdin.read()\n"
+        "try:\n"
+        f"    with open({TASK_FILE!r}) as f:\n"
+        "        for line in f:\n"
+        "            for case in json.loads(line).get('tests', []):\n"
+        "                if case.get('input') == data:\n"
+        "                    print(case['output'], end='')\n"
+        "except OSError:\n"
+        "    pass\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0)
+    yield env
+    env.close()
+
+
+def submit(env, task_id, code):
+    env.reset(seed=0, options={"task_id": task_id})
+    call = {"id": "s", "name": "submit", "arguments": {"code": code}}
+    _, reward, terminated, _, info = env.step({"role": "assistant", "content": "", "tool_calls": [call]})
+    assert terminated
+    return reward, info
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTION_ATTACKS))
+def test_function_task_attack_earns_nothing(env, name):
+    reward, info = submit(env, "digit-sum", FUNCTION_ATTACKS[name])
+    assert reward == 0.0
+    assert info["outcome"]["reward"] == 0.0
+    assert info["signals"]["tests"]["passed"] == 0, info["test_results"]
+    assert info["outcome"]["components"]["pass_rate"] == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(STDIO_ATTACKS))
+def test_stdio_task_attack_earns_nothing(env, name):
+    reward, info = submit(env, "sum-two", STDIO_ATTACKS[name])
+    assert reward == 0.0
+    assert info["signals"]["tests"]["passed"] == 0, info["test_results"]
+
+
+def test_the_file_reading_attack_is_real_outside_the_box():
+    """Control: run on the host, the attack returns the hidden expected values."""
+    namespace = {}
+    exec(READ_TASK_FILE, namespace)
+    with open(TASK_FILE) as f:
+        task = next(t for t in map(json.loads, f) if t["id"] == "digit-sum")
+    assert all(namespace["digit_sum"](*c["args"]) == c["expected"] for c in task["tests"])
+
+
+def test_the_box_cannot_read_the_task_file(env):
+    env.reset(seed=0)
+    env.unwrapped._sandbox()
+    assert env.unwrapped.isolation["landlock"] >= 1
+    assert env.unwrapped.isolation["readable"] == []
+
+
+def test_the_env_still_grades_correctly_after_the_attacks(env):
+    task = next(t for t in env.unwrapped.tasks if t.id == "digit-sum")
+    reward, info = submit(env, "digit-sum", task.answer)
+    assert reward == 1.0
+    assert all(info["signals"]["tests"]["vector"])
