@@ -20,12 +20,12 @@ in-box runner runs unittest test methods, plain `test_*` functions and methods o
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rlgym_envs.swe.instances import Instance, is_test_path, read_repo
-from rlgym_envs.swe.patches import PatchError, apply_patch
+from rlgym_envs.swe.patches import PatchError, apply_patch, make_patch
 from rlgym_llm.core.errors import ConfigError
 
 
@@ -134,3 +134,39 @@ def load_instances(path: str | Path) -> list[Instance]:
     if not instances:
         raise ConfigError([f"SWE dataset {str(source)!r} has no instances"])
     return instances
+
+
+def export_jsonl(instances: Sequence[Instance], out_dir: str | Path, image: str | None = None) -> Path:
+    """Write instances in the SWE-bench-style format: one repo dir each (the buggy tree) and `tasks.jsonl`.
+
+    Hidden tests (test files the agent's tree lacks or holds differently) go into `test_patch`, the
+    gold fix into `patch`. `load_instances` reads the result back to equal instances (image aside).
+
+    Returns:
+        The path of the JSONL file.
+    """
+    out = Path(out_dir)
+    rows = []
+    for inst in instances:
+        repo_dir = out / "repos" / inst.id
+        for path, text in inst.files.items():
+            (repo_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo_dir / path).write_text(text, encoding="utf-8")
+        hidden = {p: t for p, t in inst.test_files.items() if inst.files.get(p) != t}
+        row: dict[str, Any] = {
+            "instance_id": inst.id,
+            "repo_dir": f"repos/{inst.id}",
+            "problem_statement": inst.problem_statement,
+            "FAIL_TO_PASS": list(inst.fail_to_pass),
+            "PASS_TO_PASS": list(inst.pass_to_pass),
+        }
+        if hidden:
+            row["test_patch"] = make_patch({p: inst.files[p] for p in hidden if p in inst.files}, hidden)
+        if inst.gold_files:
+            row["patch"] = inst.gold_patch
+        if image or inst.image:
+            row["image"] = image or inst.image
+        rows.append(row)
+    path = out / "tasks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path

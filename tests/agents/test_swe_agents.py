@@ -1,0 +1,83 @@
+"""Scripted agents on `rlgym/SWE-v0`: the oracle resolves every instance, idling and test editing earn 0."""
+
+import pytest
+
+import rlgym_llm
+from rlgym_agents.swe import IdleAgent, SWEOracleAgent, TestEditingAgent
+from rlgym_envs.swe.instances import builtin_instances
+from rlgym_envs.swe.swebench import export_jsonl
+from rlgym_llm.core.types import signal_problems
+
+ALL_IDS = [i.id for i in builtin_instances()]
+ONE_PER_REPO = sorted({i.repo: i.id for i in builtin_instances()}.values())
+
+
+def play(env, agent, **reset_kwargs):
+    """Run one episode; returns the final reward, the last info and every step's info."""
+    messages, info = env.reset(**reset_kwargs)
+    agent.reset(messages, info)
+    infos = []
+    while True:
+        messages, reward, terminated, truncated, info = env.step(agent.act(messages, info))
+        infos.append(info)
+        if terminated or truncated:
+            return reward, info, infos
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = rlgym_llm.make("rlgym/SWE-v0")
+    yield env
+    env.close()
+
+
+def _check_oracle(env, instance_id):
+    reward, info, infos = play(env, SWEOracleAgent(env), options={"instance_id": instance_id})
+    assert reward == 1.0, info["outcome"]
+    assert info["outcome"]["components"]["resolved"] == 1.0 and info["outcome"]["components"]["tool_ok"] == 1.0
+    assert [i["signals"]["tool_ok"] for i in infos] == [True] * 4  # read, edit, run tests, submit
+    assert [i["signals"]["progress"] for i in infos] == [0.0, 1.0, 1.0, 1.0]
+    assert infos[1]["signals"]["reward_components"]["files_modified"] >= 1.0
+    assert all(not signal_problems(i["signals"]) for i in infos)
+
+
+@pytest.mark.parametrize("instance_id", ONE_PER_REPO)
+def test_oracle_resolves_one_instance_per_repo(env, instance_id):
+    _check_oracle(env, instance_id)
+
+
+@pytest.mark.slow
+def test_oracle_resolves_every_shipped_instance(env):
+    for instance_id in ALL_IDS:
+        _check_oracle(env, instance_id)
+
+
+def test_idle_agent_gets_zero_and_is_truncated():
+    env = rlgym_llm.make("rlgym/SWE-v0", max_turns=5)
+    try:
+        for instance_id in ONE_PER_REPO:
+            reward, info, infos = play(env, IdleAgent(), options={"instance_id": instance_id})
+            assert len(infos) == 5 and info["truncated_by"] == "turn_limit"
+            assert reward == 0.0 and info["outcome"]["reward"] == 0.0
+            assert info["outcome"]["components"]["submitted"] == 0.0
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("mode", ["rewrite", "delete"])
+def test_editing_the_tests_earns_nothing_on_any_instance(env, mode):
+    for instance_id in ALL_IDS:
+        reward, info, infos = play(env, TestEditingAgent(env, mode), options={"instance_id": instance_id})
+        assert infos[0]["signals"]["tool_ok"] is True, instance_id  # the hack itself went through
+        assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0, instance_id
+
+
+def test_agents_on_instances_loaded_from_swebench_style_jsonl(tmp_path):
+    path = export_jsonl([i for i in builtin_instances() if i.id in ONE_PER_REPO[:2]], tmp_path)
+    env = rlgym_llm.make("rlgym/SWE-v0", dataset=str(path), max_turns=4)
+    try:
+        for instance_id in ONE_PER_REPO[:2]:
+            assert play(env, SWEOracleAgent(env), options={"instance_id": instance_id})[0] == 1.0
+            assert play(env, IdleAgent(), options={"instance_id": instance_id})[1]["outcome"]["reward"] == 0.0
+    finally:
+        env.close()
