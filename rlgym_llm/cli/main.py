@@ -12,6 +12,7 @@ Exit codes: 0 success, 1 the command ran and found problems, 2 usage errors (bad
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,6 +72,11 @@ Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argpar
 COMMANDS: dict[str, Command] = {
     "envs": ("list registered env ids", _add_envs, _run_envs),
     "check-env": ("check that an env keeps the rlgym-llm contract", _add_check_env, _run_check_env),
+    "sandbox": (
+        "run a command in a sandbox backend (`rlgym sandbox exec -- CMD`)",
+        lambda p: importlib.import_module("rlgym_llm.cli.sandbox").add_arguments(p),
+        lambda a: importlib.import_module("rlgym_llm.cli.sandbox").run(a),
+    ),
 }
 
 
