@@ -1,0 +1,66 @@
+"""SWE-bench-style instances on the docker backend (`-m docker`; needs the daemon and rlgym-sandbox:py3)."""
+
+import pytest
+
+import rlgym_llm
+from rlgym_agents.swe import IdleAgent, SWEOracleAgent
+from rlgym_envs.swe.instances import builtin_instances
+from rlgym_envs.swe.swebench import export_jsonl
+from rlgym_llm import AssistantTurn, ToolCall
+
+pytest.importorskip("docker")
+
+pytestmark = pytest.mark.docker
+
+IDS = ("textkit-1", "intervals-1")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    shipped = [i for i in builtin_instances() if i.id in IDS]
+    path = export_jsonl(shipped, tmp_path_factory.mktemp("swebench"), image="rlgym-sandbox:py3")
+    env = rlgym_llm.make("rlgym/SWE-v0", dataset=str(path), backend="docker", max_turns=6)
+    yield env
+    env.close()
+
+
+def play(env, agent, instance_id):
+    messages, info = env.reset(options={"instance_id": instance_id})
+    agent.reset(messages, info)
+    while True:
+        messages, reward, terminated, truncated, info = env.step(agent.act(messages, info))
+        if terminated or truncated:
+            return reward, info
+
+
+@pytest.mark.parametrize("instance_id", IDS)
+def test_oracle_resolves_loaded_instances_in_docker(env, instance_id):
+    reward, info = play(env, SWEOracleAgent(env), instance_id)
+    assert reward == 1.0 and info["outcome"]["components"]["pass_to_pass"] == 1.0
+    harness = env.unwrapped._harness
+    assert harness.backend == "docker" and type(harness._box).__name__ == "DockerSandbox"
+    assert harness.options == {"image": "rlgym-sandbox:py3"}
+
+
+@pytest.mark.parametrize("instance_id", IDS)
+def test_idle_agent_gets_zero_in_docker(env, instance_id):
+    reward, info = play(env, IdleAgent(), instance_id)
+    assert reward == 0.0 and info["outcome"]["reward"] == 0.0
+
+
+def test_rewritten_tests_do_not_count_in_docker(env):
+    env.reset(options={"instance_id": "textkit-1"})
+
+    def step(name, **args):
+        return env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))
+
+    step(
+        "edit_file",
+        path="tests/test_text.py",
+        old_str='self.assertEqual(wrap("abcd efgh ij", 9), ["abcd efgh", "ij"])',
+        new_str="pass",
+    )
+    step("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,')
+    assert "0 failed" in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
+    _, reward, _, _, info = step("submit")
+    assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
