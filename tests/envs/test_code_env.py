@@ -54,8 +54,14 @@ def test_errors_and_stderr_are_fed_back(env):
     assert "ERROR" in text and "ZeroDivisionError" in text and "debug 123" in text
     text = env.step(call("run_examples", "def other(): pass\n"))[0][0]["content"]
     assert "no function named 'digit_sum'" in text
+
+
+def test_a_loop_times_out_per_case():
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=0.3)
+    env.reset(seed=0, options={"task_id": "digit-sum"})
     text = env.step(call("run_examples", "def digit_sum(n):\n    while True: pass\n"))[0][0]["content"]
-    assert "TIMEOUT" in text
+    assert text.count("TIMEOUT") == 2 and "time limit exceeded" in text
+    env.close()
 
 
 def test_stdio_feedback_shows_expected_and_actual_output(env):
