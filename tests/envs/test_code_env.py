@@ -67,7 +67,7 @@ def test_a_loop_times_out_per_case():
 def test_stdio_feedback_shows_expected_and_actual_output(env):
     env.reset(seed=0, options={"task_id": "sum-two"})
     text = env.step(call("run_examples", "a, b = map(int, input().split())\nprint(a - b)\n"))[0][0]["content"]
-    assert "expected output:\n3" in text and "got: -1" in text
+    assert "input:\n    1 2\n  expected output:\n    3\n  got:\n    -1" in text
 
 
 def test_a_wrong_submission_ends_the_episode_with_the_pass_vector(env):

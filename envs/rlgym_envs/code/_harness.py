@@ -115,19 +115,31 @@ def run_function(nonce):
         except (TypeError, ValueError) as exc:
             text = json.dumps({"ok": False, "error": f"the return value is not JSON data ({exc})"})
     except BaseException as exc:
-        import traceback
-
-        traceback.print_exc()
+        _print_user_traceback(exc)
         text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
     sys.stdout.flush()
     sys.stderr.flush()
     os.write(report_fd, f"{nonce} {text}\n".encode())
 
 
+def _print_user_traceback(exc):
+    """The traceback from the submitted code's frames on (the harness's own frame is noise to the model)."""
+    import traceback
+
+    tb = exc.__traceback__.tb_next if exc.__traceback__ else None
+    traceback.print_exception(type(exc), exc, tb)
+
+
 def run_stdio():
     landlock([os.getcwd(), "/tmp"])
     source, namespace = _load("__main__")
-    exec(compile(source, "solution.py", "exec"), namespace)
+    try:
+        exec(compile(source, "solution.py", "exec"), namespace)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        _print_user_traceback(exc)
+        sys.exit(1)
 
 
 def probe():

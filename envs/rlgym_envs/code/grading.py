@@ -194,10 +194,17 @@ async def probe_readable(box: Sandbox, paths: list[str], python: str = "python3"
         return {"landlock": 0, "readable": list(paths), "error": _short(result.stderr or str(result.error))}
 
 
+def _block(text: str) -> str:
+    """Multi-line text indented under its label; `(nothing)` for empty text."""
+    text = _short(text.rstrip("\n"))
+    return "\n".join("    " + line for line in text.split("\n")) if text else "    (nothing)"
+
+
 def feedback(spec: TaskSpec, results: list[CaseResult]) -> str:
     """The tool message for a run on the visible examples: what passed, and for each failure why."""
     passed = sum(r.passed for r in results)
     lines = [f"Ran your code on {len(results)} example(s): {passed} passed, {len(results) - passed} failed."]
+    shown_stderr = None
     for i, (case, r) in enumerate(zip(spec.examples, results), start=1):
         if r.passed:
             lines.append(f"Example {i}: passed.")
@@ -205,13 +212,17 @@ def feedback(spec: TaskSpec, results: list[CaseResult]) -> str:
         if isinstance(case, FunctionCase):
             lines.append(f"Example {i}: {r.status.upper()}. Call: {_short(call_text(spec.entry_point or '', case))}")
             lines.append(f"  expected: {_short(repr(case.expected))}")
+            if r.got is not None:
+                lines.append(f"  got: {r.got}")
         else:
-            lines.append(f"Example {i}: {r.status.upper()}. Input:\n{_short(case.input)}")
-            lines.append(f"  expected output:\n{_short(case.output)}")
-        if r.got is not None:
-            lines.append(f"  got: {r.got}")
+            lines += [f"Example {i}: {r.status.upper()}.", "  input:", _block(case.input)]
+            lines += ["  expected output:", _block(case.output)]
+            if r.got is not None:
+                lines += ["  got:", _block(r.got)]
         if r.error:
             lines.append(f"  error: {r.error}")
         if r.stderr.strip():
-            lines.append(f"  stderr:\n{r.stderr.rstrip()}")
+            same_as_before = r.stderr == shown_stderr
+            lines += ["  stderr: same as above" if same_as_before else "  stderr:\n" + _block(r.stderr)]
+            shown_stderr = r.stderr
     return "\n".join(lines)
