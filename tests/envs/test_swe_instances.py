@@ -81,7 +81,8 @@ def test_runner_output_parsing_ignores_other_nonces():
     out = "PASSED a\n@@n1 PASS a\n@@n2 PASS b\n@@n1 FAIL c\n@@n1 DONE\n"
     results, report, complete, tampered = parse_output(out, "n1")
     assert results == {"a": "PASS", "c": "FAIL"} and complete and not tampered
-    assert "@@n1" not in report and "@@n2 PASS b" in report  # a forged line is just text
+    assert "@@n1" not in report and "@@n2 PASS b" in report  # a line with another nonce is just text
+    assert parse_output("@@n1 FAIL a\n@@n1 PASS a\n@@n1 DONE\n", "n1")[3]  # a second line for a test is forged
 
 
 # --- the shipped catalog, checked with the real runner ----------------------------------------------
@@ -216,7 +217,12 @@ def test_hidden_tests_judge_but_stay_hidden(tmp_path):
         _, reward, *_ = env.step(AssistantTurn(tool_calls=(ToolCall("submit", {}, "c"),)))
         assert reward == 0.0
         env.reset(seed=0)
-        env.step(AssistantTurn(tool_calls=(ToolCall("edit_file", fix, "a"),)))
+        env.step(AssistantTurn(tool_calls=(ToolCall("edit_file", fix, "a"),)))  # graded: hidden tests ran
+        spy = "import os\n\ndef test_spy():\n    assert False, sorted(os.listdir('..'))\n"
+        spy_call = ToolCall("edit_file", {"path": "tests/test_spy.py", "old_str": "", "new_str": spy}, "s")
+        env.step(AssistantTurn(tool_calls=(spy_call,)))
+        report = env.step(AssistantTurn(tool_calls=(ToolCall("run_tests", {"selector": "test_spy"}, "b"),)))[0]
+        assert "['repo']" in report[0]["content"]  # the grading directory did not outlive its run
         _, reward, _, _, info = env.step(AssistantTurn(tool_calls=(ToolCall("submit", {}, "c"),)))
         assert reward == 1.0 and info["signals"]["tests"]["vector"][0] is True
     finally:

@@ -239,7 +239,11 @@ class SWEEnv(Env):
                 "ids": list(inst.tests),
                 "test_timeout": self.test_timeout,
             }
-            run: TestRun = self._harness_for(inst).run(request)
+            # Hidden tests must not outlive the grading run: the agent's next test run starts from a wiped box.
+            hidden = any(inst.files.get(p) != t for p, t in inst.test_files.items())
+            run: TestRun = self._harness_for(inst).run(request, wipe_after=hidden and not self._submitted)
+            if hidden:
+                self._box_files = None
             if run.tampered:
                 logger.info("task %s: the code under test tampered with the runner; graded 0", inst.id)
             self._grades[key] = tuple(run.passed(t) for t in inst.tests)

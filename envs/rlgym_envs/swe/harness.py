@@ -47,7 +47,8 @@ class TestRun:
     exec_result: ExecResult = field(repr=False)
 
     def passed(self, test_id: str) -> bool:
-        return not self.tampered and self.results.get(test_id) == "PASS"
+        """Whether the test passed in a run that finished untampered (a run cut short counts for nothing)."""
+        return self.complete and not self.tampered and self.results.get(test_id) == "PASS"
 
 
 def parse_output(stdout: str, nonce: str) -> tuple[dict[str, str], str, bool, bool]:
@@ -61,6 +62,8 @@ def parse_output(stdout: str, nonce: str) -> tuple[dict[str, str], str, bool, bo
             continue
         fields = line[len(tag) :].split(" ", 1)
         if fields[0] in ("PASS", "FAIL") and len(fields) == 2:
+            if fields[1] in results:  # the runner reports each test once: a second line is forged
+                tampered = True
             results[fields[1]] = fields[0]
         elif fields[0] == "DONE":
             complete = True
@@ -103,8 +106,12 @@ class TestHarness:
         """Wipe the box before its next run (lazily: an episode that runs nothing costs nothing)."""
         self._wipe = True
 
-    def run(self, request: dict[str, Any]) -> TestRun:
-        """Execute one runner request (see `runner.py` for its fields)."""
+    def run(self, request: dict[str, Any], *, wipe_after: bool = False) -> TestRun:
+        """Execute one runner request (see `runner.py` for its fields).
+
+        `wipe_after` empties the box once the run is over, so files it wrote (hidden tests) cannot be
+        read by later runs of the agent's code.
+        """
         box = self._sandbox()
         nonce = secrets.token_hex(8)
         payload = json.dumps({**request, "nonce": nonce})
@@ -121,6 +128,9 @@ class TestHarness:
             report += f"\n[the test run ended early (exit code {result.exit_code})]"
         if result.truncated:
             report += "\n[output was cut: too long]"
+        if wipe_after:
+            run_sync(box.reset())
+            self._dirty = False
         logger.debug("test run: %d results, complete=%s, %.3fs", len(results), complete, result.duration_s)
         return TestRun(results, report.strip("\n"), complete, tampered, result)
 
