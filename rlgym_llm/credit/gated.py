@@ -64,12 +64,12 @@ def gated_turn_rewards(
         T per-turn rewards; their sum is the trajectory return G (see `gated_return`).
     """
     imm = np.asarray(immediate, dtype=np.float64)
-    if imm.size == 0:
-        return np.zeros(0)
     if imm.ndim == 1:
         imm = imm[:, None]
     if imm.ndim != 2:
         raise ValueError(f"immediate rewards must be (T,) or (T, C), got shape {imm.shape}")
+    if imm.shape[0] == 0:
+        return np.zeros(0)
     n_ch = imm.shape[1]
     w = np.broadcast_to(np.asarray(weights, dtype=np.float64), (n_ch,))
     if not gated:
@@ -79,7 +79,7 @@ def gated_turn_rewards(
         if len(deltas) != max(n_ch - 1, 0):
             raise ValueError(f"{n_ch} channels need {n_ch - 1} channel thresholds, got {len(deltas)}")
         levels = np.concatenate([[outcome], imm.sum(axis=0)])
-        gates = priority_gates(levels, [tau, *deltas, -np.inf])[1:]
+        gates = priority_gates(levels, [tau, *deltas, -np.inf][: n_ch + 1])[1:]
     out = imm @ (w * gates)
     if out.size:
         out[-1] += outcome
@@ -128,8 +128,10 @@ def gated_advantages(
     outs = as_array(outcomes)
     if len(immediate) != outs.size:
         raise ValueError(f"{len(immediate)} immediate-reward arrays for {outs.size} outcomes")
-    kw = {"tau": tau, "weights": weights, "channel_thresholds": channel_thresholds, "gated": gated}
-    per_turn = [gated_turn_rewards(r, imm, **kw) for r, imm in zip(outs, immediate)]
+    per_turn = [
+        gated_turn_rewards(r, imm, tau=tau, weights=weights, channel_thresholds=channel_thresholds, gated=gated)
+        for r, imm in zip(outs, immediate)
+    ]
     if level == "episode":
         returns = [float(r.sum()) if r.size else float(o) for r, o in zip(per_turn, outs)]
         adv = normalize(returns, ddof=ddof, eps=eps)

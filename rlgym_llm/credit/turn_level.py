@@ -38,10 +38,11 @@ def normalize_turn_rewards(
     per_index: A^T_{i,t} = (r_{i,t} - mean_j r_{j,t}) / (std_j r_{j,t} + eps), the paper's two-turn form,
         over the trajectories that reached turn t.
     """
+    arrays = [as_array(r) for r in turn_rewards]
     if norm == "pooled":
-        return normalize_pooled(turn_rewards, ddof=ddof, eps=eps)
+        return normalize_pooled(arrays, ddof=ddof, eps=eps)
     if norm == "per_index":
-        return normalize_per_index(turn_rewards, ddof=ddof, eps=eps)
+        return normalize_per_index(arrays, ddof=ddof, eps=eps)
     raise ValueError(f"norm must be 'pooled' or 'per_index', got {norm!r}")
 
 

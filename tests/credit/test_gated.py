@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlgym_llm.credit import gated_advantages, gated_return, gated_turn_rewards, grpo_advantages, priority_gates
@@ -55,6 +55,7 @@ def test_multi_level_channels_by_hand():
     np.testing.assert_allclose(gated_turn_rewards(1.0, immediate, tau=0.5, weights=[1.0, 2.0]), [2.0, 3.0])
 
 
+@settings(deadline=None)
 @given(st.floats(-2, 2, allow_nan=False), imm_st, st.floats(-1, 1), st.booleans())
 def test_matches_loop(outcome, immediate, tau, gated):
     weights = [0.3, 1.5]
@@ -62,6 +63,7 @@ def test_matches_loop(outcome, immediate, tau, gated):
     assert got == pytest.approx(loop_gated_return(outcome, immediate, tau, weights, gated), abs=1e-9)
 
 
+@settings(deadline=None)
 @given(st.floats(-2, 2, allow_nan=False), imm_st, st.floats(0, 1))
 def test_gate_never_lets_immediate_rewards_through_below_threshold(outcome, immediate, tau):
     imm = np.array(immediate).reshape(len(immediate), 2)
@@ -75,6 +77,7 @@ def test_gate_never_lets_immediate_rewards_through_below_threshold(outcome, imme
         np.testing.assert_allclose(rewards, gated_turn_rewards(outcome, imm, tau=tau, weights=[1.0, 1.0], gated=False))
 
 
+@settings(deadline=None)
 @given(st.lists(imm_st, min_size=3, max_size=3), st.sampled_from(["episode", "turn"]))
 def test_failing_trajectories_cannot_farm(immediate, level):
     # Two groups that differ only in the immediate rewards of the trajectories below tau: the gate
@@ -105,6 +108,7 @@ def test_turn_level_returns():
     np.testing.assert_allclose(np.concatenate(adv), want)
 
 
+@settings(deadline=None)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=8))
 def test_no_immediate_rewards_reduces_to_grpo(outcomes):
     adv = gated_advantages([[0.0, 0.0]] * len(outcomes), outcomes, tau=0.5)

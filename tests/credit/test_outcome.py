@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rlgym_llm.credit import (
@@ -56,12 +56,14 @@ def test_drgrpo_and_rloo_by_hand():
     np.testing.assert_array_equal(rloo_advantages([5.0]), [0.0])
 
 
+@settings(deadline=None)
 @given(rewards_st, st.sampled_from([0, 1]))
 def test_grpo_matches_loop(rewards, ddof):
     assume(ddof == 0 or len(rewards) > 1)
     np.testing.assert_allclose(grpo_advantages(rewards, ddof=ddof), loop_grpo(rewards, ddof), rtol=1e-9, atol=1e-9)
 
 
+@settings(deadline=None)
 @given(rewards_st)
 def test_rloo_matches_loop_and_rescaled_drgrpo(rewards):
     np.testing.assert_allclose(rloo_advantages(rewards), loop_rloo(rewards), atol=1e-9)
@@ -70,6 +72,7 @@ def test_rloo_matches_loop_and_rescaled_drgrpo(rewards):
         np.testing.assert_allclose(rloo_advantages(rewards), g / (g - 1) * drgrpo_advantages(rewards), atol=1e-9)
 
 
+@settings(deadline=None)
 @given(st.floats(-10, 10, allow_nan=False), st.integers(1, 16))
 def test_identical_groups_get_exactly_zero(value, g):
     for fn in (grpo_advantages, drgrpo_advantages, rloo_advantages):
@@ -77,6 +80,7 @@ def test_identical_groups_get_exactly_zero(value, g):
     assert np.all(grpo_advantages([0.1] * 3) == 0.0)  # 0.1 + 0.1 + 0.1 != 0.3: the mean alone would leave a residue
 
 
+@settings(deadline=None)
 @given(rewards_st, st.floats(-100, 100, allow_nan=False))
 def test_shift_invariance(rewards, shift):
     assume(np.std(rewards) > 1e-2)
@@ -85,6 +89,7 @@ def test_shift_invariance(rewards, shift):
         np.testing.assert_allclose(fn(shifted), fn(rewards), atol=1e-6)
 
 
+@settings(deadline=None)
 @given(rewards_st, st.floats(0.01, 100))
 def test_grpo_scale_invariance(rewards, scale):
     assume(np.std(rewards) > 1e-2)
@@ -93,6 +98,7 @@ def test_grpo_scale_invariance(rewards, scale):
     )
 
 
+@settings(deadline=None)
 @given(rewards_st)
 def test_advantages_sum_to_zero(rewards):
     for fn in (grpo_advantages, drgrpo_advantages, rloo_advantages):

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rlgym_llm.credit import grpo_advantages, normalize_turn_rewards, turn_grpo_advantages
@@ -65,6 +65,7 @@ def test_papers_two_turn_assignment():
     np.testing.assert_allclose(adv[1], [-1 - 1, -1])
 
 
+@settings(deadline=None)
 @given(group_st, st.floats(0, 2), st.floats(0, 1), st.sampled_from(["pooled", "per_index"]))
 def test_matches_loop(group, turn_coef, gamma, norm):
     turn_rewards, outcomes = group
@@ -74,6 +75,7 @@ def test_matches_loop(group, turn_coef, gamma, norm):
         np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-7)
 
 
+@settings(deadline=None)
 @given(group_st, st.floats(-50, 50), st.floats(-50, 50))
 def test_shift_invariance(group, turn_shift, outcome_shift):
     turn_rewards, outcomes = group
@@ -88,12 +90,14 @@ def test_shift_invariance(group, turn_shift, outcome_shift):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+@settings(deadline=None)
 @given(st.integers(1, 6), st.integers(0, 5), value, value)
 def test_identical_group_gets_zero(g, turns, turn_reward, outcome):
     adv = turn_grpo_advantages([[turn_reward] * turns] * g, [outcome] * g)
     assert all(np.all(a == 0.0) for a in adv)
 
 
+@settings(deadline=None)
 @given(group_st)
 def test_without_turn_term_it_is_grpo(group):
     turn_rewards, outcomes = group
