@@ -238,6 +238,7 @@ class SWEEnv(Env):
                 "files": files,
                 "ids": list(inst.tests),
                 "test_timeout": self.test_timeout,
+                "quiet": True,
             }
             # Hidden tests must not outlive the grading run: the agent's next test run starts from a wiped box.
             hidden = any(inst.files.get(p) != t for p, t in inst.test_files.items())

@@ -3,7 +3,7 @@
 It reads one JSON request on stdin, so a test run is a single sandbox execution:
 
     {"nonce": "...", "root": "repo", "fresh": false, "files": {"pkg/mod.py": "..."},
-     "selectors": ["tests/test_x.py::TestY"], "ids": null, "test_timeout": 10}
+     "selectors": ["tests/test_x.py::TestY"], "ids": null, "test_timeout": 10, "quiet": false}
 
 - `files` are written under `root` first (`fresh` empties `root` before);
 - then the tests are collected: `unittest.TestCase` methods, plain `test_*` functions (assert style)
@@ -213,6 +213,7 @@ def main():
     files = _test_files(root)
     wanted = request.get("ids")
     selectors = [s for s in request.get("selectors") or [] if s.strip()]
+    quiet = bool(request.get("quiet"))  # machine lines only (grading output is never shown)
     if wanted is not None:
         wanted_files = {w.split("::", 1)[0] for w in wanted}
         files = [f for f in files if f in wanted_files]
@@ -249,13 +250,14 @@ def main():
         counts[status] += 1
         if status == "FAIL":
             failures.append((test_id, details, captured))
-        _emit(f"{'PASSED' if status == 'PASS' else 'FAILED'} {test_id}\n@@{nonce} {status} {test_id}\n")
+        human = "" if quiet else f"{'PASSED' if status == 'PASS' else 'FAILED'} {test_id}\n"
+        _emit(f"{human}@@{nonce} {status} {test_id}\n")
     if _snapshot(globals()) != before:
         _emit(f"@@{nonce} TAMPERED\nThe test machinery was modified while the tests ran; no result counts.\n")
     if not plan and not broken:
         _emit(f"no tests matched {selectors or 'the repository'}; test ids look like tests/test_x.py::TestY::test_z\n")
     prefix = root.rstrip(os.sep) + os.sep  # tracebacks show repository paths, not the box's layout
-    for test_id, details, captured in failures:
+    for test_id, details, captured in [] if quiet else failures:
         details = details.replace(prefix, "")
         _emit(f"\n____ {test_id} ____\n{_clip(details.rstrip(), _TB_CHARS)}\n")
         if captured.strip():
