@@ -284,3 +284,41 @@ def test_config_errors():
         SWEEnv(instance_ids=["nope"])
     with pytest.raises(ConfigError, match="does not exist"):
         SWEEnv(dataset="/no/such/file.jsonl")
+
+
+def test_breaking_a_passing_test_lowers_progress(env):
+    env.reset(options={"instance_id": "lrucache-2"})
+    _, _, _, _, info = env.step(call("edit_file", **FIX_LRU2))
+    assert info["signals"]["progress"] == 1.0
+    _, _, _, _, info = env.step(
+        call("edit_file", path="lrucache/cache.py", old_str="if lookups else 0.0", new_str="if lookups else 1.0")
+    )
+    inst = next(i for i in builtin_instances() if i.id == "lrucache-2")
+    broken = "tests/test_cache.py::TestLRUCache::test_hit_rate_without_lookups"
+    vector = info["signals"]["tests"]["vector"]
+    assert vector[inst.tests.index(broken)] is False and sum(vector) == len(vector) - 1
+    assert info["signals"]["progress"] == pytest.approx((len(inst.pass_to_pass) - 1) / len(inst.pass_to_pass))
+    _, reward, _, _, info = env.step(call("submit"))
+    assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 1.0
+
+
+def test_envs_in_threads_share_the_sandbox_loop():
+    """The rollout manager steps envs from worker threads; each env has its own box."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def episode(instance_id):
+        env = rlgym_llm.make("rlgym/SWE-v0")
+        try:
+            env.reset(options={"instance_id": instance_id})
+            inst = env.unwrapped.task
+            for path, edits in inst.hidden["gold_edits"].items():
+                for old, new in edits:
+                    env.step(call("edit_file", path=path, old_str=old, new_str=new))
+            env.step(call("run_tests"))
+            return env.step(call("submit"))[1]
+        finally:
+            env.close()
+
+    ids = ["iniparse-1", "intervals-2", "pqueue-1", "statkit-2"]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(episode, ids)) == [1.0] * 4
