@@ -90,7 +90,7 @@ def plot_scores(result: EvalResult, path: str | os.PathLike) -> Path:
     for x, e in enumerate(ests):
         c.annotate(f"{e.point:.2f}", (x, e.high), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
     c.set_ylim(0, max(1.05, float(max(e.high for e in ests)) * 1.15))
-    c.set_title(f"aggregates, {int(round(100 * ests[0].confidence))}% stratified-bootstrap CIs")
+    c.set_title(f"aggregates, {round(100 * ests[0].confidence)}% stratified-bootstrap CIs")
     fig.suptitle(_label(result), fontsize=10)
     fig.tight_layout()
     out = Path(path)

@@ -117,7 +117,11 @@ class EvalResult:
             "stats": dict(self.stats),
             "config": dict(self.config),
             "tasks": [
-                {**asdict(t), "success_rate": t.success_rate, "pass_at_k": {str(k): t.pass_at_k(k) for k in self.pass_at_k}}
+                {
+                    **asdict(t),
+                    "success_rate": t.success_rate,
+                    "pass_at_k": {str(k): t.pass_at_k(k) for k in self.pass_at_k},
+                }
                 for t in self.tasks
             ],
         }
