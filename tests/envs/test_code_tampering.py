@@ -6,6 +6,8 @@ does produce the right answers.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -152,3 +154,37 @@ def test_the_env_still_grades_correctly_after_the_attacks(env):
     reward, info = submit(env, "digit-sum", task.answer)
     assert reward == 1.0
     assert all(info["signals"]["tests"]["vector"])
+
+
+# A module the harness might import from the work dir: it forges a correct report for any input.
+PLANTED = """
+import sys, json
+request = json.loads(sys.stdin.read())
+value = sum(int(c) for c in str(request["args"][0]))
+sys.stdout.write(sys.argv[-1] + " " + json.dumps({"ok": True, "value": value}) + "\\n")
+raise SystemExit(0)
+"""
+PLANT_MODULES = f"""
+for name in ("ctypes.py", "traceback.py", "secrets.py"):
+    with open(name, "w") as f:
+        f.write({PLANTED!r})
+def digit_sum(n):
+    return -1
+"""
+
+
+def test_the_planted_module_would_forge_a_correct_report():
+    """Control: imported by the harness, the planted module would earn the reward."""
+    out = subprocess.run(
+        [sys.executable, "-c", PLANTED, "NONCE"], input='{"args": [9999]}', capture_output=True, text=True, timeout=60
+    )
+    assert out.stdout == 'NONCE {"ok": true, "value": 36}\n'
+
+
+def test_modules_planted_in_the_work_dir_do_not_reach_the_grading(env):
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    run = {"id": "r", "name": "run_examples", "arguments": {"code": PLANT_MODULES}}
+    env.step({"role": "assistant", "content": "", "tool_calls": [run]})
+    sub = {"id": "s", "name": "submit", "arguments": {"code": "def digit_sum(n):\n    return -1\n"}}
+    _, reward, terminated, _, info = env.step({"role": "assistant", "content": "", "tool_calls": [sub]})
+    assert terminated and reward == 0.0 and info["signals"]["tests"]["passed"] == 0

@@ -18,10 +18,14 @@ system library dirs, writes only in the work dir and /tmp. So the code cannot re
 of the installed package, even where the sandbox's filesystem shows the host's.
 """
 
-import ctypes
-import json
-import os
+import os  # os and sys are loaded at interpreter start-up, before any search of sys.path
 import sys
+
+# Never import from the work dir: a `json.py` the code left there in an earlier run must not run here.
+sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != os.getcwd()]
+
+import ctypes  # noqa: E402
+import json  # noqa: E402
 
 _SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same numbers on x86-64 and arm64
 _READ = 1 | 4 | 8  # EXECUTE | READ_FILE | READ_DIR

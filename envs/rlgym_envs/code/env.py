@@ -157,6 +157,8 @@ class CodeEnv(Env):
         assert self._spec is not None
         box = self._sandbox()
         try:
+            if hidden:  # grade in a clean work dir: nothing left by earlier runs of this episode
+                run_sync(box.reset())
             return run_sync(
                 run_cases(
                     box,
