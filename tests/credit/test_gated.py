@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rlgym_llm.credit import gated_advantages, gated_return, gated_turn_rewards, grpo_advantages, priority_gates
@@ -119,3 +119,32 @@ def test_no_immediate_rewards_reduces_to_grpo(outcomes):
 def test_rejects_mismatched_thresholds():
     with pytest.raises(ValueError, match="channel thresholds"):
         gated_turn_rewards(1.0, [[1.0, 1.0, 1.0]], tau=0.5, channel_thresholds=[0.0])
+
+
+@settings(deadline=None)
+@given(st.lists(imm_st, min_size=1, max_size=5), st.lists(st.floats(-1, 1), min_size=5, max_size=5), st.floats(-5, 5))
+def test_shifting_outcomes_and_threshold_together_changes_nothing(immediate, outcomes, shift):
+    # the gate compares R with tau, so moving both keeps every gate; the group normalisation removes the rest
+    imm = [np.array(i).reshape(len(i), 2) for i in immediate]
+    outs = outcomes[: len(imm)]
+    assume(all(abs(o) > 1e-6 for o in outs))  # o + shift must not round across the threshold
+    returns = [gated_return(o, i, tau=0.0) for o, i in zip(outs, imm)]
+    assume(np.std(returns) > 1e-2 or np.ptp(returns) == 0)
+    base = gated_advantages(imm, outs, tau=0.0)
+    moved = gated_advantages(imm, [o + shift for o in outs], tau=shift)
+    for a, b in zip(base, moved):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@settings(deadline=None)
+@given(st.integers(1, 6), imm_st, st.floats(-1, 1), st.booleans())
+def test_identical_group_gets_zero(g, immediate, outcome, gated):
+    imm = np.array(immediate).reshape(len(immediate), 2)
+    adv = gated_advantages([imm] * g, [outcome] * g, tau=0.0, gated=gated)
+    assert all(np.all(a == 0.0) for a in adv)
+
+
+def test_no_immediate_channels():
+    # a (T, 0) matrix (no channel configured): the outcome on the last turn, nothing else
+    np.testing.assert_array_equal(gated_turn_rewards(1.0, np.zeros((3, 0)), tau=0.5), [0.0, 0.0, 1.0])
+    assert gated_turn_rewards(1.0, np.zeros((0, 2)), tau=0.5).size == 0
