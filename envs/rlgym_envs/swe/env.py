@@ -135,6 +135,7 @@ class SWEEnv(Env):
         self.dense_signals = dense_signals
         self._harness: TestHarness | None = None
         self._harness_image: str | None = None
+        self._warned_image = False
         self._instance: Instance = self.instances[0]
         self._start_episode_state()
 
@@ -198,6 +199,11 @@ class SWEEnv(Env):
 
     def _harness_for(self, inst: Instance) -> TestHarness:
         image = inst.image if self.backend == "docker" else None
+        if inst.image and self.backend != "docker" and not self._warned_image:
+            self._warned_image = True
+            logger.warning(
+                "instance %s names docker image %r; the %s backend ignores it", inst.id, inst.image, self.backend
+            )
         if self._harness is not None and image != self._harness_image:
             self._harness.close()
             self._harness = None

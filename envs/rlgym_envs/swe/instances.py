@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,14 +65,7 @@ class Instance:
     @property
     def gold_patch(self) -> str:
         """The reference fix as a unified diff."""
-        return make_patch({p: self.files.get(p, "") for p in self.gold_files}, self.gold_files)
-
-    def fingerprint(self) -> str:
-        """A short hash of the starting tree (for ids of loaded instances and for logs)."""
-        h = hashlib.sha256()
-        for path in sorted(self.files):
-            h.update(path.encode() + b"\0" + self.files[path].encode() + b"\0")
-        return h.hexdigest()[:12]
+        return make_patch({p: self.files[p] for p in self.gold_files if p in self.files}, self.gold_files)
 
 
 def is_test_path(path: str) -> bool:

@@ -90,7 +90,7 @@ def _module_name(root, rel):
 def _collect(module, rel):
     """(id, runner) pairs of one module; a runner returns (status, details)."""
     tests = []
-    for name, obj in sorted(vars(module).items(), key=lambda item: getattr(item[1], "__qualname__", item[0])):
+    for name, obj in sorted(vars(module).items(), key=lambda item: str(getattr(item[1], "__qualname__", item[0]))):
         if getattr(obj, "__module__", None) != module.__name__:
             continue
         if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
