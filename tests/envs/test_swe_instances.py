@@ -7,7 +7,7 @@ import pytest
 
 from rlgym_envs.swe.env import SWEEnv
 from rlgym_envs.swe.harness import TestHarness, parse_output
-from rlgym_envs.swe.instances import builtin_instances, discover_test_ids, is_test_path
+from rlgym_envs.swe.instances import Instance, builtin_instances, discover_test_ids, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import PatchError, apply_patch, make_patch, occurrences, replacement_edits
 from rlgym_envs.swe.swebench import export_jsonl, load_instances
 from rlgym_llm import AssistantTurn, ConfigError, ToolCall
@@ -245,3 +245,24 @@ def test_export_then_load_gives_the_same_instances(tmp_path):
             b.problem_statement,
         )
         assert b.image == "img:1"
+
+
+def test_hiding_fail_to_pass_leaves_exactly_the_passing_tests():
+    for inst in builtin_instances():
+        hidden = hide_fail_to_pass(inst)
+        assert set(discover_test_ids(hidden.files)) == set(inst.pass_to_pass), inst.id
+        assert hidden.test_files == inst.test_files and hidden.gold_files == inst.gold_files
+
+
+def test_hiding_a_class_s_only_test_keeps_the_file_valid():
+    source = "import unittest\n\n\nclass TestOne(unittest.TestCase):\n    @staticmethod\n    def helper():\n"
+    source += "        return 1\n\n\nclass TestTwo(unittest.TestCase):\n    def test_a(self):\n        pass\n"
+    source += "\n\ndef test_b():\n    assert True\n"
+    files = {"tests/test_m.py": source}
+    inst = Instance(
+        "x", "r", "issue", files, files, ("tests/test_m.py::TestTwo::test_a",), ("tests/test_m.py::test_b",)
+    )
+    text = hide_fail_to_pass(inst).files["tests/test_m.py"]
+    compile(text, "test_m.py", "exec")
+    assert "test_a" not in text and "class TestTwo(unittest.TestCase):\n    pass\n" in text
+    assert discover_test_ids({"tests/test_m.py": text}) == ["tests/test_m.py::test_b"]

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from rlgym_envs.swe import tools as ops
 from rlgym_envs.swe.harness import TestHarness, TestRun
-from rlgym_envs.swe.instances import Instance, builtin_instances, is_test_path
+from rlgym_envs.swe.instances import Instance, builtin_instances, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import replacement_edits
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
 from rlgym_llm.core.env import Env, Step, Task
@@ -95,6 +95,8 @@ class SWEEnv(Env):
         sandbox_options: extra backend options (e.g. `{"image": ...}` for docker).
         test_timeout: seconds per test inside a run.
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
+        hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
+            issue says what is wrong); grading still runs them.
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = TOOLS
@@ -108,6 +110,7 @@ class SWEEnv(Env):
         sandbox_options: Mapping[str, Any] | None = None,
         test_timeout: float = 10.0,
         dense_signals: bool = True,
+        hide_tests: bool = False,
     ) -> None:
         super().__init__()
         if dataset is None:
@@ -126,6 +129,8 @@ class SWEEnv(Env):
             instances = [i for i in instances if i.id in set(instance_ids)]
         if not instances:
             raise ConfigError(["the SWE env needs at least one instance"])
+        if hide_tests:
+            instances = [hide_fail_to_pass(i) for i in instances]
         self.instances = tuple(instances)
         self.backend = backend
         self.limits = Limits.from_dict(dict(limits)) if isinstance(limits, Mapping) else limits

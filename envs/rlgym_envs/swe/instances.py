@@ -16,7 +16,7 @@ import ast
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from rlgym_envs.swe.catalog import BUGS, Bug
@@ -161,3 +161,60 @@ def build_instance(bug: Bug, repos_dir: Path = REPOS_DIR) -> Instance:
 def builtin_instances() -> tuple[Instance, ...]:
     """The shipped instances, in catalog order."""
     return tuple(build_instance(bug) for bug in BUGS)
+
+
+def hide_fail_to_pass(inst: Instance) -> Instance:
+    """The same instance with its FAIL_TO_PASS tests cut out of the agent's files (SWE-bench style).
+
+    Grading still runs them from `test_files`; the agent only has the issue text to go on. A class
+    left without a body gets `pass`.
+    """
+    files = dict(inst.files)
+    by_file: dict[str, list[list[str]]] = {}
+    for test_id in inst.fail_to_pass:
+        path, *names = test_id.split("::")
+        by_file.setdefault(path, []).append(names)
+    for path, targets in by_file.items():
+        if path not in files:
+            continue
+        lines = files[path].splitlines(keepends=True)
+        cut: list[tuple[int, int]] = []  # line spans of the tests to remove
+        tree = ast.parse(files[path])
+        for names in targets:
+            scope: list[ast.stmt] = tree.body
+            node: ast.stmt | None = None
+            for name in names:
+                node = next((n for n in scope if getattr(n, "name", None) == name), None)
+                if node is None:
+                    break
+                scope = getattr(node, "body", [])
+            if node is None or node.end_lineno is None:
+                continue
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            cut.append((first, node.end_lineno))
+        for first, last in sorted(cut, reverse=True):
+            lines[first - 1 : last] = []
+            while (
+                first - 1 < len(lines) and not lines[first - 1].strip() and (first < 2 or not lines[first - 2].strip())
+            ):
+                del lines[first - 1]  # no double blank line where the test was
+        text = "".join(lines)
+        try:
+            ast.parse(text)
+        except SyntaxError:  # a class lost its only test: give it a body
+            text = _fill_empty_classes(text)
+        files[path] = text
+    return replace(inst, files=files)
+
+
+def _fill_empty_classes(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if line.lstrip().startswith("class ") and line.rstrip().endswith(":"):
+            rest = [text for text in lines[i + 1 :] if text.strip()]
+            indent = len(line) - len(line.lstrip())
+            if not rest or len(rest[0]) - len(rest[0].lstrip()) <= indent:
+                out.append(" " * (indent + 4) + "pass\n")
+    return "".join(out)
