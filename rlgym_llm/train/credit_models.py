@@ -106,10 +106,15 @@ def score_answer_probes(
 
     Returns:
         One probability per probe, float64, in input order.
+
+    Raises:
+        ValueError: a probe has no token before its answer (nothing to condition the first answer token on).
     """
     out = np.zeros(len(probes), dtype=np.float64)
     if not probes:
         return out
+    if any(p.answer_start < 1 for p in probes):
+        raise ValueError("a probe needs at least one token before the answer (the context or the template prefix)")
     was_training = model.training
     model.eval()
     device = _device(model)

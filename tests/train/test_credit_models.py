@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 
 from rlgym_llm.core.types import AssistantTurn, Trajectory, Turn  # noqa: E402
 from rlgym_llm.credit import compute_advantages, progress_estimator_loss  # noqa: E402
-from rlgym_llm.credit.info_gain import answer_probes  # noqa: E402
+from rlgym_llm.credit.info_gain import answer_probes, build_answer_probe  # noqa: E402
 from rlgym_llm.train.credit_models import (  # noqa: E402
     HiddenStateFeatures,
     ProgressEstimator,
@@ -114,9 +114,11 @@ def test_scoring_restores_training_mode_and_needs_no_grad(tiny):
     model.eval()
 
 
-def test_answer_template_rejects_empty_answer(tiny_tokenizer):
+def test_rejects_empty_answer_and_empty_context(tiny, tiny_tokenizer):
     with pytest.raises(ValueError, match="no tokens"):
         answer_template_ids(tiny_tokenizer, "")
+    with pytest.raises(ValueError, match="before the answer"):
+        score_answer_probes(tiny[0], [build_answer_probe([], [5, 6])])
 
 
 # --- SPA progress estimator ----------------------------------------------------------------------
