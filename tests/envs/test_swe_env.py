@@ -122,6 +122,7 @@ def test_malformed_actions_and_text_turns(env):
     env.reset(options={"instance_id": "lrucache-2"})
     messages, *_, info = env.step({"role": "assistant", "tool_calls": [{"name": "edit_file", "arguments": "{oops"}]})
     assert "not valid JSON" in content(messages) and info["signals"]["tool_ok"] is False
+    assert info["signals"]["reward_components"]["tool_ok"] == 0.0 and NO_TOOL_CALL not in content(messages)
     messages, *_, info = env.step(42)
     assert messages[0]["content"].startswith("Error") and info["signals"]["tool_ok"] is False
     messages, *_, info = env.step("I think the bug is in put().")

@@ -290,8 +290,10 @@ class SWEEnv(Env):
                 submitted_now = True
             messages.append(_tool_message(call, text))
             results.append(ok)
+        results += [False] * len(turn.parse_errors)  # calls the agent could not parse count as failed calls
+        self._calls += len(turn.parse_errors)
         self._ok_calls += sum(results)
-        if not turn.tool_calls:
+        if not turn.tool_calls and not turn.parse_errors:
             messages.append({"role": "user", "content": NO_TOOL_CALL})
         tool_ok = all(results) if results else None
         source_changed = _tree_key(self._files) != before
