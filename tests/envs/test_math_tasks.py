@@ -78,3 +78,12 @@ def test_missing_or_empty_dataset(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(DatasetError, match="no records"):
         load_dataset(tmp_path / "empty.jsonl")
+
+
+def test_dataset_cache_sees_an_edited_file(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"question": "1 + 1?", "answer": 2}\n')
+    first = load_dataset(path)
+    assert load_dataset(path) == first and load_dataset(path) is not first  # cached, but a fresh list
+    path.write_text('{"question": "1 + 1?", "answer": 2}\n{"question": "2 + 3?", "answer": 5}\n')
+    assert [t.answer for t in load_dataset(path)] == ["2", "5"]

@@ -12,6 +12,7 @@ Datasets are JSONL files with one `{"question": ..., "answer": ...}` object per 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -223,6 +224,9 @@ def resolve_dataset(dataset: str | Path) -> Path:
 def load_dataset(dataset: str | Path) -> list[Task]:
     """Read a JSONL dataset into tasks (ids: the record's `id`, else `<file stem>-<line index>`).
 
+    Parsed files are cached by path, size and modification time: the rollout manager makes a fresh
+    env per episode, and re-reading the file each time would cost more than the episode.
+
     Raises:
         DatasetError: the file is missing or empty, or a line is not a valid record (the message
             names the file and the 1-based line number).
@@ -230,6 +234,14 @@ def load_dataset(dataset: str | Path) -> list[Task]:
     path = resolve_dataset(dataset)
     if not path.is_file():
         raise DatasetError(f"dataset file {str(path)!r} does not exist (pass a JSONL path, or 'sample')")
+    stat = path.stat()
+    return list(_load_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_cached(path_text: str, size: int, mtime_ns: int) -> tuple[Task, ...]:
+    """The tasks of one version of a file (`size` and `mtime_ns` are part of the cache key only)."""
+    path = Path(path_text)
     tasks: list[Task] = []
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
@@ -255,4 +267,4 @@ def load_dataset(dataset: str | Path) -> list[Task]:
             )
     if not tasks:
         raise DatasetError(f"dataset file {str(path)!r} has no records")
-    return tasks
+    return tuple(tasks)
