@@ -12,7 +12,7 @@ pytest.importorskip("docker")
 
 pytestmark = pytest.mark.docker
 
-IDS = ("textkit-1", "intervals-1")
+IDS = ("textkit-1", "intervals-1", "lrucache-2")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def play(env, agent, instance_id):
             return reward, info
 
 
-@pytest.mark.parametrize("instance_id", IDS)
+@pytest.mark.parametrize("instance_id", IDS[:2])
 def test_oracle_resolves_loaded_instances_in_docker(env, instance_id):
     reward, info = play(env, SWEOracleAgent(env), instance_id)
     assert reward == 1.0 and info["outcome"]["components"]["pass_to_pass"] == 1.0
@@ -42,7 +42,7 @@ def test_oracle_resolves_loaded_instances_in_docker(env, instance_id):
     assert harness.options == {"image": "rlgym-sandbox:py3"}
 
 
-@pytest.mark.parametrize("instance_id", IDS)
+@pytest.mark.parametrize("instance_id", IDS[:2])
 def test_idle_agent_gets_zero_in_docker(env, instance_id):
     reward, info = play(env, IdleAgent(), instance_id)
     assert reward == 0.0 and info["outcome"]["reward"] == 0.0
@@ -64,3 +64,38 @@ def test_rewritten_tests_do_not_count_in_docker(env):
     assert "0 failed" in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
     _, reward, _, _, info = step("submit")
     assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
+
+
+# A test file the agent writes: run once, it plants poisoned modules where a careless runner imports from
+# (the box's work dir, first on sys.path for `python -c`) and a usercustomize under $HOME (the work dir).
+PLANT = """import os
+import sys
+
+
+def test_plant():
+    base = os.path.abspath("..")
+    for name in ("unittest.py", "json.py", "signal.py", "traceback.py"):
+        with open(os.path.join(base, name), "w") as f:
+            f.write("raise ImportError('planted')\\n")
+    site = os.path.join(base, ".local", "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "usercustomize.py"), "w") as f:
+        f.write("raise SystemExit(3)\\n")
+"""
+
+FIX_LRU2 = {
+    "path": "lrucache/cache.py",
+    "old_str": "        self._data[key] = value\n        if len",
+    "new_str": "        if key in self._data:\n            self._data.move_to_end(key)\n        self._data[key] = value\n        if len",
+}
+
+
+def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
+    env.reset(options={"instance_id": "lrucache-2"})
+    step = lambda name, **args: env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))  # noqa: E731
+    step("edit_file", path="tests/test_plant.py", old_str="", new_str=PLANT)
+    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]
+    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]  # runner unharmed
+    step("edit_file", **FIX_LRU2)
+    _, reward, _, _, info = step("submit")
+    assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files

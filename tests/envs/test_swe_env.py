@@ -33,6 +33,24 @@ FIX_LRU2 = {
 }
 
 
+# A test file the agent writes: run once, it plants poisoned modules where a careless runner imports from
+# (the box's work dir, first on sys.path for `python -c`) and a usercustomize under $HOME (the work dir).
+PLANT = """import os
+import sys
+
+
+def test_plant():
+    base = os.path.abspath("..")
+    for name in ("unittest.py", "json.py", "signal.py", "traceback.py"):
+        with open(os.path.join(base, name), "w") as f:
+            f.write("raise ImportError('planted')\\n")
+    site = os.path.join(base, ".local", "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "usercustomize.py"), "w") as f:
+        f.write("raise SystemExit(3)\\n")
+"""
+
+
 def test_at_least_fifteen_instances_over_several_repos():
     instances = builtin_instances()
     assert len(instances) >= 15
@@ -323,3 +341,14 @@ def test_envs_in_threads_share_the_sandbox_loop():
     ids = ["iniparse-1", "intervals-2", "pqueue-1", "statkit-2"]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(episode, ids)) == [1.0] * 4
+
+
+def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
+    env.reset(options={"instance_id": "lrucache-2"})
+    step = lambda name, **args: env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))  # noqa: E731
+    step("edit_file", path="tests/test_plant.py", old_str="", new_str=PLANT)
+    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]
+    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]  # runner unharmed
+    step("edit_file", **FIX_LRU2)
+    _, reward, _, _, info = step("submit")
+    assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files

@@ -90,6 +90,11 @@ class TestHarness:
         self._box: Sandbox | None = None
         self._dirty = False  # the box ran something since its last wipe
         self._wipe = False
+        # A fresh interpreter runs `site` first, which would import a `usercustomize` planted under
+        # $HOME (the writable work dir): `-I` skips user site-packages, PYTHON* variables and the cwd.
+        # The local backend runs `python -c` inside its already started worker, so there is no startup.
+        isolated = [] if backend == "local" else ["-I", "-B"]
+        self._argv = [PYTHON, *isolated, "-c", RUNNER_SOURCE]
 
     def _sandbox(self) -> Sandbox:
         if self._box is None:
@@ -116,7 +121,7 @@ class TestHarness:
         nonce = secrets.token_hex(8)
         payload = json.dumps({**request, "nonce": nonce})
         self._dirty = True
-        result = run_sync(box.exec([PYTHON, "-c", RUNNER_SOURCE], stdin=payload))
+        result = run_sync(box.exec(self._argv, stdin=payload))
         results, report, complete, tampered = parse_output(result.stdout, nonce)
         if result.stderr.strip() and not complete:
             report += "\n" + result.stderr.strip()[-2000:]

@@ -20,15 +20,21 @@ the runner snapshots the unittest machinery and its own globals before importing
 reports `@@<nonce> TAMPERED` if they changed: the grader then fails every test.
 """
 
-import io
-import json
 import os
-import shutil
-import signal
 import sys
-import time
-import traceback
-import unittest
+
+# `python -c` puts the working directory (the box's work dir) first on sys.path, and code under test
+# can write there: drop it before importing anything, so a planted `unittest.py` is never loaded.
+_cwd = os.getcwd()
+sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _cwd and not p.startswith(_cwd + os.sep)]
+
+import io  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import unittest  # noqa: E402
 
 _write = os.write
 _out_fd = os.dup(1)  # results go to a private copy of stdout that code under test never touches
