@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -244,8 +245,10 @@ class SWEEnv(Env):
             files = {p: t for p, t in self._files.items() if not is_test_path(p)}
             files.update(inst.test_files)
             request = {
-                "root": "_grade",
+                # A new directory each time: nothing an earlier run of the agent's code left can be in it.
+                "root": f"_grade_{secrets.token_hex(6)}",
                 "fresh": True,
+                "cleanup": True,
                 "files": files,
                 "ids": list(inst.tests),
                 "test_timeout": self.test_timeout,

@@ -3,9 +3,10 @@
 It reads one JSON request on stdin, so a test run is a single sandbox execution:
 
     {"nonce": "...", "root": "repo", "fresh": false, "files": {"pkg/mod.py": "..."},
-     "selectors": ["tests/test_x.py::TestY"], "ids": null, "test_timeout": 10, "quiet": false}
+     "selectors": ["tests/test_x.py::TestY"], "ids": null, "test_timeout": 10, "quiet": false,
+     "cleanup": false}
 
-- `files` are written under `root` first (`fresh` empties `root` before);
+- `files` are written under `root` first (`fresh` empties `root` before, `cleanup` removes it after);
 - then the tests are collected: `unittest.TestCase` methods, plain `test_*` functions (assert style)
   and methods of plain `Test*` classes, in files named `test_*.py` or `*_test.py`. Ids look like
   pytest's: `tests/test_x.py::TestY::test_z`, `tests/test_x.py::test_f`;
@@ -268,6 +269,9 @@ def main():
         _emit(f"\n____ {test_id} ____\n{_clip(details.rstrip(), _TB_CHARS)}\n")
         if captured.strip():
             _emit(f"---- captured output ----\n{_clip(captured.rstrip(), _CAPTURE_CHARS)}\n")
+    if request.get("cleanup"):
+        os.chdir("/")
+        shutil.rmtree(root, ignore_errors=True)
     elapsed = time.monotonic() - start
     _emit(f"\n{counts['PASS']} passed, {counts['FAIL']} failed in {elapsed:.2f}s\n@@{nonce} DONE\n")
     sys.stdout.flush()
