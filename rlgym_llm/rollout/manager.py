@@ -186,7 +186,7 @@ class RolloutManager:
     async def _episode(self, ref: TaskRef, group: int, sample: int) -> Trajectory:
         traj = Trajectory(env_id=self.env_id, seed=ref.seed, task_id="", group_id=f"{group}", sample_index=sample)
         traj.metadata["options"] = ref.options
-        phase = {"name": "env", "turn": None}
+        phase: dict[str, Any] = {"name": "env", "turn": None}
         try:
             await asyncio.wait_for(self._play(traj, ref, phase), timeout=self.config.episode_timeout_s)
         except _EpisodeFailed as e:

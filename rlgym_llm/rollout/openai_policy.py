@@ -123,6 +123,8 @@ class OpenAICompatiblePolicy:
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._describe_lock: asyncio.Lock | None = None
+        self._reset = False
+        self._closing: asyncio.Task | None = None
         self.requests = 0  # HTTP attempts made, retries included (for tests and stats)
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -139,10 +141,22 @@ class OpenAICompatiblePolicy:
             await self._session.close()
         self._session = None
 
+    def reset_connections(self) -> None:
+        """Open fresh connections from the next request on (e.g. after the server restarted).
+
+        Safe to call from any thread: the old session is closed later, inside its own event loop.
+        """
+        self._reset = True
+
     def _http(self) -> Any:
         """The pooled session, created in (and bound to) the running event loop."""
         aiohttp = _aiohttp()
         loop = asyncio.get_running_loop()
+        if self._reset:
+            self._reset = False
+            old, self._session = self._session, None
+            if old is not None and not old.closed and self._loop is loop:
+                self._closing = loop.create_task(old.close())  # held so it is not collected mid-close
         if self._session is None or self._session.closed or self._loop is not loop:
             if self._session is not None and self._loop is not loop:
                 # A session cannot outlive its loop (e.g. two `asyncio.run` calls); start afresh.

@@ -1,7 +1,7 @@
 """The vLLM server path: the launcher, and a real vLLM server agreeing with the local transformers policy.
 
-Tests marked `vllm` start one server (module scope) for the tiny model from the project's vLLM venv
-(`make vllm-env`); they skip only when that venv is missing. The launcher's own tests use a stand-in
+Tests marked `vllm` share one server (module scope) for the tiny model from the project's vLLM venv
+(`make vllm-env`); without the venv they skip, except in CI (`CI` set), where they fail. The launcher's own tests use a stand-in
 "python" and run in the default tier.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgym_llm.rollout.vllm_server import VLLMEnvMissingError, VLLMServer, VLLMServerError, find_vllm_python
+from rlgym_llm.rollout.vllm_server import VLLMEnvMissingError, VLLMServer, VLLMServerError
 
 # --- the launcher, with a stand-in for vLLM's python ----------------------------------------------------
 
@@ -119,12 +119,8 @@ def tiny_model() -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model):
-    try:
-        find_vllm_python()
-    except VLLMEnvMissingError as e:
-        pytest.skip(f"the project's vLLM venv is missing; build it with `make vllm-env` ({e})")
-    with VLLMServer(tiny_model, max_model_len=2048) as running:
+def server(vllm_python, tiny_model):
+    with VLLMServer(tiny_model, max_model_len=2048, python=vllm_python) as running:
         yield running
 
 

