@@ -22,7 +22,7 @@ class PatchError(ValueError):
 
 def make_patch(old: Mapping[str, str], new: Mapping[str, str]) -> str:
     """A unified diff (git style `a/` and `b/` prefixes) that turns `old` into `new`."""
-    chunks = []
+    chunks: list[str] = []
     for path in sorted(set(old) | set(new)):
         before, after = old.get(path), new.get(path)
         if before == after:

@@ -167,6 +167,6 @@ def export_jsonl(instances: Sequence[Instance], out_dir: str | Path, image: str 
         if image or inst.image:
             row["image"] = image or inst.image
         rows.append(row)
-    path = out / "tasks.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
+    jsonl = out / "tasks.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return jsonl
