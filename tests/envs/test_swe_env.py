@@ -352,3 +352,30 @@ def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
     step("edit_file", **FIX_LRU2)
     _, reward, _, _, info = step("submit")
     assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files
+
+
+def test_unittest_mock_and_async_tests_are_not_tampering():
+    source = (
+        "import unittest\nimport unittest.mock\nfrom unittest import IsolatedAsyncioTestCase\n\n\n"
+        "class TestA(unittest.TestCase):\n    def test_mock(self):\n"
+        "        self.assertEqual(unittest.mock.Mock(return_value=3)(), 3)\n\n\n"
+        "class TestB(IsolatedAsyncioTestCase):\n    async def test_async(self):\n        self.assertTrue(True)\n\n\n"
+        "def test_fails():\n    assert False\n"
+    )
+    inst = _instance(source)
+    inst = Instance(
+        **{
+            **inst.__dict__,
+            "pass_to_pass": ("tests/test_big.py::TestA::test_mock", "tests/test_big.py::TestB::test_async"),
+        }
+    )
+    env = SWEEnv(dataset=[inst])
+    try:
+        env.reset(seed=0)
+        report = env.step(call("run_tests"))[0][0]["content"]
+        assert "2 passed, 1 failed" in report and "machinery was modified" not in report
+        assert 'File "tests/test_big.py", line 17, in test_fails' in report and "<string>" not in report
+        info = env.step(call("submit"))[4]
+        assert info["outcome"]["components"]["pass_to_pass"] == 1.0
+    finally:
+        env.close()

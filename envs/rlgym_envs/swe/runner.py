@@ -29,6 +29,7 @@ import sys
 _cwd = os.getcwd()
 sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _cwd and not p.startswith(_cwd + os.sep)]
 
+import builtins  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
@@ -39,6 +40,7 @@ import unittest  # noqa: E402
 
 _write = os.write
 _out_fd = os.dup(1)  # results go to a private copy of stdout that code under test never touches
+_BUILTIN_NAMES = frozenset(dir(builtins))
 _TB_CHARS = 1500
 _CAPTURE_CHARS = 1000
 
@@ -188,8 +190,8 @@ def _run_one(kind, obj, method, timeout):
                 else:
                     obj()
                 status, details = "PASS", ""
-            except Exception:
-                status, details = "FAIL", traceback.format_exc()
+            except Exception as exc:  # the report starts at the test's frame, not the runner's
+                status, details = "FAIL", "".join(traceback.format_exception(exc, exc, exc.__traceback__.tb_next))
     except _TestTimeout:
         status, details = "FAIL", f"timed out after {timeout:g}s"
     finally:
@@ -204,10 +206,25 @@ def _class_error(result):
 
 
 def _snapshot(main_globals):
-    watched = [unittest.TestCase, unittest.TestResult, unittest.TestSuite, unittest.suite.BaseTestSuite, _Result]
-    state = {f"{cls.__qualname__}.{k}": id(v) for cls in watched for k, v in vars(cls).items()}
-    state.update({f"runner.{k}": id(v) for k, v in main_globals.items() if not k.startswith("__")})
-    return state
+    """Identities of what decides a test's outcome: unittest's classes (strict) and modules, this runner."""
+    case, result, suite = unittest.case, unittest.result, unittest.suite
+    watched = [unittest.TestCase, case._Outcome, unittest.TestResult, unittest.TestSuite, suite.BaseTestSuite, _Result]
+    classes = {f"{cls.__qualname__}.{k}": id(v) for cls in watched for k, v in vars(cls).items()}
+    modules = {f"runner.{k}": id(v) for k, v in main_globals.items() if not k.startswith("__")}
+    for module in (unittest, case, result, suite, traceback, signal, os):
+        modules.update({f"{module.__name__}.{k}": id(v) for k, v in vars(module).items() if not k.startswith("__")})
+    return classes, modules
+
+
+def _tampered(before, after):
+    """A changed or removed entry, a new class attribute, or a new module global that shadows a builtin.
+
+    Other new module globals are normal (`import unittest.mock` adds `unittest.mock`).
+    """
+    (classes, modules), (classes_now, modules_now) = before, after
+    if classes != classes_now or any(modules_now.get(k) != v for k, v in modules.items()):
+        return True
+    return any(k.rsplit(".", 1)[1] in _BUILTIN_NAMES for k in set(modules_now) - set(modules))
 
 
 def main():
@@ -259,7 +276,7 @@ def main():
             failures.append((test_id, details, captured))
         human = "" if quiet else f"{'PASSED' if status == 'PASS' else 'FAILED'} {test_id}\n"
         _emit(f"{human}@@{nonce} {status} {test_id}\n")
-    if _snapshot(globals()) != before:
+    if _tampered(before, _snapshot(globals())):
         _emit(f"@@{nonce} TAMPERED\nThe test machinery was modified while the tests ran; no result counts.\n")
     if not plan and not broken:
         _emit(f"no tests matched {selectors or 'the repository'}; test ids look like tests/test_x.py::TestY::test_z\n")
