@@ -249,16 +249,23 @@ def _instance(test_source: str, files=None) -> Instance:
 
 
 def test_long_test_output_is_cut():
-    source = "def test_fails():\n    assert False, 'x' * 100000\n\n" + "".join(
-        f"def test_ok_{i}():\n    print('noise ' * 50)\n\n" for i in range(400)
+    source = "def test_fails():\n    assert False, 'x' * 100000\n\n"
+    source += "".join(
+        f"def test_bad_{i}():\n    print('noise ' * 50)\n    assert False, 'y' * 500\n\n" for i in range(200)
     )
+    source += "".join(f"def test_ok_{i}():\n    assert True\n\n" for i in range(200))
     env = SWEEnv(dataset=[_instance(source)])
     try:
         env.reset(seed=0)
         report = env.step(call("run_tests"))[0][0]["content"]
-        assert len(report) <= MAX_REPORT_CHARS + 100
-        assert "characters cut" in report
-        assert report.rstrip().endswith("400 passed, 1 failed in " + report.rstrip().rsplit(" in ", 1)[1])
+        assert len(report) <= MAX_REPORT_CHARS + 100 and "characters cut" in report
+        assert report.startswith("FAILED tests/test_big.py::test_bad_0")  # big runs list only their failures
+        assert "PASSED" not in report
+        assert "200 passed, 201 failed in " in report.splitlines()[-1]
+        small = env.step(call("run_tests", selector="tests/test_big.py::test_ok_1 tests/test_big.py::test_fails"))[0][
+            0
+        ]["content"]
+        assert "PASSED tests/test_big.py::test_ok_1" in small and "[...]" in small  # the 100k message is clipped
     finally:
         env.close()
 

@@ -41,6 +41,7 @@ import unittest  # noqa: E402
 _write = os.write
 _out_fd = os.dup(1)  # results go to a private copy of stdout that code under test never touches
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_LIST_PASSED = 40  # larger runs list only their failures (and the counts)
 _TB_CHARS = 1500
 _CAPTURE_CHARS = 1000
 
@@ -274,7 +275,8 @@ def main():
         counts[status] += 1
         if status == "FAIL":
             failures.append((test_id, details, captured))
-        human = "" if quiet else f"{'PASSED' if status == 'PASS' else 'FAILED'} {test_id}\n"
+        shown = not quiet and (status == "FAIL" or len(plan) <= _LIST_PASSED)
+        human = f"{'PASSED' if status == 'PASS' else 'FAILED'} {test_id}\n" if shown else ""
         _emit(f"{human}@@{nonce} {status} {test_id}\n")
     if _tampered(before, _snapshot(globals())):
         _emit(f"@@{nonce} TAMPERED\nThe test machinery was modified while the tests ran; no result counts.\n")
