@@ -55,6 +55,10 @@ def test_errors_and_stderr_are_fed_back(env):
     assert "ERROR" in text and "ZeroDivisionError" in text and "debug 123" in text
     text = env.step(call("run_examples", "def other(): pass\n"))[0][0]["content"]
     assert "no function named 'digit_sum'" in text
+    text = env.step(call("run_examples", "def digit_sum(n):\n    return [n] * 10**6\n"))[0][0]["content"]
+    assert "larger than the output limit" in text
+    text = env.step(call("run_examples", "def digit_sum(n):\n    return {1, 2}\n"))[0][0]["content"]
+    assert "not JSON data" in text
 
 
 def test_a_loop_times_out_per_case():

@@ -113,6 +113,8 @@ def judge_function(result: ExecResult, case: FunctionCase, nonce: str, compare: 
     if (failed := _failure(result)) is not None:
         return failed
     stderr, took = _tail(result.stderr), result.duration_s
+    if result.truncated and result.stdout.startswith(nonce + " ") and "\n" not in result.stdout:
+        return CaseResult(False, "error", took, error="the return value is larger than the output limit", stderr=stderr)
     reports = [line for line in result.stdout.splitlines() if line.startswith(nonce + " ")]
     if not reports:
         why = f"no result: the code exited (status {result.exit_code}) before the function returned"
