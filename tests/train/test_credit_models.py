@@ -81,21 +81,27 @@ def search_batch(tok):
     ]
 
 
-def test_batched_scoring_equals_unbatched_loop(tiny):
+@pytest.mark.parametrize("method", ["prefix_cache", "padded"])
+def test_batched_scoring_equals_unbatched_loop(tiny, method):
     model, tok = tiny
     trajs = search_batch(tok)
     tmpl = answer_template_ids(tok, "42 apples")
-    probs = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), micro_batch_size=3)
+    probs = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), method=method, micro_batch_size=3)
     assert [len(p) for p in probs] == [2, 1, 3, 0, 2]  # one per turn; none for the failed trajectory
     for traj, got in zip(trajs, probs):
         if traj.failed:
             continue
-        probes = answer_probes(traj, tmpl.answer_ids, template_prefix_ids=tmpl.template_prefix_ids)
+        probes = answer_probes(
+            traj,
+            tmpl.answer_ids,
+            template_prefix_ids=tmpl.template_prefix_ids,
+            template_suffix_ids=tmpl.template_suffix_ids,
+        )
         want = [loop_answer_prob(model, p) for p in probes]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
         assert np.all((got > 0) & (got <= 1))
     # micro-batch size does not change the numbers
-    again = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), micro_batch_size=1)
+    again = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), method="padded", micro_batch_size=1)
     for a, b in zip(probs, again):
         np.testing.assert_allclose(a, b, rtol=1e-5)
     # and the result feeds compute_advantages as is
@@ -119,6 +125,8 @@ def test_rejects_empty_answer_and_empty_context(tiny, tiny_tokenizer):
         answer_template_ids(tiny_tokenizer, "")
     with pytest.raises(ValueError, match="before the answer"):
         score_answer_probes(tiny[0], [build_answer_probe([], [5, 6])])
+    with pytest.raises(ValueError, match="method"):
+        igpo_answer_probs(tiny[0], [], [], method="beam")
 
 
 # --- SPA progress estimator ----------------------------------------------------------------------
