@@ -310,6 +310,9 @@ def test_config_errors():
         SWEEnv(instance_ids=["nope"])
     with pytest.raises(ConfigError, match="does not exist"):
         SWEEnv(dataset="/no/such/file.jsonl")
+    with pytest.raises(ConfigError) as err:
+        SWEEnv(backend="vm", test_timeout=0)
+    assert len(err.value.problems) == 2 and "unknown sandbox backend 'vm'" in err.value.problems[0]
 
 
 def test_breaking_a_passing_test_lowers_progress(env):

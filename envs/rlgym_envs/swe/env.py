@@ -48,7 +48,7 @@ from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.core.tools import Tool, ToolError, parse_call
 from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
-from rlgym_llm.sandbox import Limits
+from rlgym_llm.sandbox import BACKENDS, Limits
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +114,13 @@ class SWEEnv(Env):
         hide_tests: bool = False,
     ) -> None:
         super().__init__()
+        problems = []
+        if backend not in BACKENDS:
+            problems.append(f"unknown sandbox backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        if not test_timeout > 0:
+            problems.append(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
+        if problems:
+            raise ConfigError(problems)
         if dataset is None:
             instances: Sequence[Instance] = builtin_instances()
         elif isinstance(dataset, (str, Path)):
