@@ -418,7 +418,9 @@ class ProgressEstimator:
         outs = torch.tensor([outcome_value(t, self.outcome) for t in trajs], dtype=torch.float64)
         if self.head is None:
             self.mean = x.mean(0)
-            self.std = x.std(0, correction=0).clamp(min=1e-6)
+            std = x.std(0, correction=0)
+            # a feature constant in the first batch keeps unit scale, so later variation stays finite
+            self.std = torch.where(std > 1e-6, std, torch.ones_like(std))
             self._build(x.shape[1])
         assert self.head is not None and self.optimizer is not None
         starts = np.cumsum([0] + [len(f) for f in feats])
@@ -451,16 +453,16 @@ class ProgressEstimator:
         """Per trajectory, c_{i,t} for each turn (zeros for failed ones); the `contributions` of SPA.
 
         Raises:
-            RuntimeError: called before `fit`.
+            RuntimeError: called before `fit` (on a batch with a trajectory to score).
         """
-        if self.head is None:
-            raise RuntimeError(
-                "ProgressEstimator.contributions() before fit(): train it on explored trajectories first"
-            )
         live = [i for i, t in enumerate(trajectories) if not t.failed and t.turns]
         out = [np.zeros(len(t.turns)) for t in trajectories]
         if not live:
             return out
+        if self.head is None:
+            raise RuntimeError(
+                "ProgressEstimator.contributions() before fit(): train it on explored trajectories first"
+            )
         feats = self.featurizer([trajectories[i] for i in live])
         x, _ = self._flat(feats)
         self.head.eval()

@@ -190,6 +190,19 @@ def test_progress_estimator_minibatches_state_and_failures():
     twin.load_state_dict(est.state_dict())
     for a, b in zip(twin.contributions(train), est.contributions(train)):
         np.testing.assert_array_equal(a, b)
+    # a feature constant in the first fit keeps unit scale: later batches where it varies stay finite
+    fresh = ProgressEstimator(SignalFeatures(("x0", "flag")), hidden=0)
+    fresh.fit(train[:8], epochs=2)  # "flag" is absent, i.e. 0, on every turn here
+    flagged = [
+        Trajectory(
+            t.env_id,
+            t.seed,
+            t.task_id,
+            turns=[Turn(u.index, u.action, [], 0.0, u.terminated, False, {**u.signals, "flag": 1.0}) for u in t.turns],
+        )
+        for t in train[:4]
+    ]
+    assert all(np.all(np.abs(c) < 1e3) for c in fresh.contributions(flagged))
     failed, _ = synthetic_trajectories(1, seed=4)
     failed[0].failures.append(train[0].failures[0] if train[0].failures else _failure())
     assert np.all(est.contributions(failed)[0] == 0.0)
