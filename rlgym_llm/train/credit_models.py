@@ -23,7 +23,8 @@ trajectory's contributions sum to its outcome, L = mean_i (sum_t c_{i,t} - R_i)^
     Failed trajectories are skipped by `fit`; `contributions` returns zeros for them.
 
 Both only read `Trajectory` token ids and signals; the model is any Hugging Face causal LM (or a
-peft-wrapped one) whose forward takes `input_ids` and `attention_mask`.
+peft-wrapped one) whose forward takes `input_ids` and `attention_mask`; IGPO's default method also
+needs its KV cache (`method="padded"` does not).
 """
 
 from __future__ import annotations
@@ -285,7 +286,9 @@ class HiddenStateFeatures:
     token ("last", the SPA authors' choice of position) or averaged over the turn's completion ("mean").
 
     One no-grad forward pass per trajectory gives every turn's features; causal attention makes turn t's
-    feature depend only on the trajectory up to the end of turn t, c_phi(tau_<=t).
+    feature depend only on the trajectory up to the end of turn t, c_phi(tau_<=t). Features of a model
+    that is being trained drift between steps: a frozen model (e.g. the reference policy) keeps a
+    fitted head valid.
     """
 
     model: Any
