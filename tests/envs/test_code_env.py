@@ -5,7 +5,6 @@ import pytest
 import rlgym_llm
 from rlgym_agents.code import CodeOracleAgent
 from rlgym_llm import ConfigError
-from tests.envs.test_code_tampering import PLANT_MODULES
 
 WRONG_DIGIT_SUM = "def digit_sum(n):\n    return n % 10\n"  # right on 0 and 9 only
 
@@ -169,6 +168,7 @@ def test_a_user_task_file(tmp_path):
 
 @pytest.mark.docker
 def test_docker_backend_grades_a_handful_of_tasks():
+    """Attacks on the docker backend: tests/envs/test_code_tampering.py under -m docker."""
     env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker")
     agent = CodeOracleAgent(env)
     try:
@@ -180,13 +180,6 @@ def test_docker_backend_grades_a_handful_of_tasks():
                 if terminated or truncated:
                     break
             assert reward == 1.0, (task_id, messages)
-        env.reset(seed=0, options={"task_id": "digit-sum"})
-        _, reward, _, _, info = env.step(call("submit", "import sys\nsys.exit(0)\n"))
-        assert reward == 0.0 and info["signals"]["tests"]["passed"] == 0
-        env.reset(seed=0, options={"task_id": "digit-sum"})
-        env.step(call("run_examples", PLANT_MODULES))
-        _, reward, _, _, info = env.step(call("submit", "def digit_sum(n):\n    return -1\n"))
-        assert reward == 0.0 and info["signals"]["tests"]["passed"] == 0
         assert env.unwrapped.isolation["readable"] == []  # the package's task file is not in the container
     finally:
         env.close()

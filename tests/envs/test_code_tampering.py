@@ -1,4 +1,4 @@
-"""Code that tampers with the grading harness earns nothing (rlgym/Code-v0, local backend).
+"""Code that tampers with the grading harness earns nothing (rlgym/Code-v0; local, and docker under -m docker).
 
 Each attack is submitted as the solution of a real task; the reward must be 0 and no hidden test may
 count as passed. Controls show the attacks are real: run outside the box, the file-reading attack
@@ -102,9 +102,9 @@ STDIO_ATTACKS = {
 }
 
 
-@pytest.fixture(scope="module")
-def env():
-    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0)
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def env(request):
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0, sandbox_backend=request.param)
     yield env
     env.close()
 
