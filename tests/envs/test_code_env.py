@@ -5,6 +5,7 @@ import pytest
 import rlgym_llm
 from rlgym_agents.code import CodeOracleAgent
 from rlgym_llm import ConfigError
+from rlgym_llm.sandbox import SandboxError
 
 WRONG_DIGIT_SUM = "def digit_sum(n):\n    return n % 10\n"  # right on 0 and 9 only
 
@@ -183,3 +184,13 @@ def test_docker_backend_grades_a_handful_of_tasks():
         assert env.unwrapped.isolation["readable"] == []  # the package's task file is not in the container
     finally:
         env.close()
+
+
+@pytest.mark.docker
+def test_a_sandbox_that_cannot_start_raises_sandbox_error_and_is_not_kept():
+    env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker", sandbox_options={"image": "no-such-image:1"})
+    env.reset(seed=0)
+    with pytest.raises(SandboxError, match="no-such-image"):
+        env.step(call("submit", "x = 1"))
+    assert env.unwrapped._box is None
+    env.close()

@@ -140,9 +140,13 @@ class CodeEnv(Env):
     def _sandbox(self) -> Sandbox:
         if self._box is None:
             box = make_sandbox(self.sandbox_backend, self.limits, **self.sandbox_options)
-            run_sync(box.start())
             self._box = box
-            self.isolation = run_sync(probe_readable(box, [self._task_file]))
+            try:
+                run_sync(box.start())
+                self.isolation = run_sync(probe_readable(box, [self._task_file]))
+            except BaseException:
+                self._drop_box()
+                raise
             if self.isolation.get("readable"):
                 logger.warning(
                     "code in the %s sandbox can read the task file %s (no Landlock here?): "
