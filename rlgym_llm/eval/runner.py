@@ -14,6 +14,7 @@ et al. 2021, and the stratified bootstrap resamples samples within each task.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -185,7 +186,7 @@ def summarize(
     success = np.array([t.successes for t in tasks], dtype=np.float64).T  # (samples, tasks)
     n = np.full(len(tasks), samples)
     c = success.sum(axis=0).astype(int)
-    boot = {"reps": reps, "confidence": confidence, "seed": seed}
+    boot: dict[str, Any] = {"reps": reps, "confidence": confidence, "seed": seed}
     failures = Counter(f.kind.value for t in trajectories if t.failed for f in t.failures[:1])
     return EvalResult(
         env_id=env_id or trajectories[0].env_id,
@@ -206,7 +207,12 @@ def _finite(x: float) -> float:
     return x if math.isfinite(x) else 0.0
 
 
-def evaluate(
+def evaluate(*args: Any, **kwargs: Any) -> EvalResult:
+    """`aevaluate` from synchronous code (runs its own event loop)."""
+    return asyncio.run(aevaluate(*args, **kwargs))
+
+
+async def aevaluate(
     env: str | Callable[[], Any],
     agent: Agent,
     policy: Policy,
@@ -240,7 +246,7 @@ def evaluate(
     base = rollout or RolloutConfig()
     config = RolloutConfig(**{**base.__dict__, "group_size": samples})
     manager = RolloutManager(env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode)
-    trajectories = manager.run_sync([TaskRef(seed=int(s)) for s in seeds])
+    trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
     result = summarize(
         trajectories,
         samples,
