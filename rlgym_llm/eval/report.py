@@ -84,6 +84,9 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
         "## Failures and throughput",
         "",
         f"Failed episodes by kind: {kinds}.",
+        "Episodes cut off by the rollout's limits (not by the env): "
+        + (", ".join(f"{k}: {v}" for k, v in sorted(result.truncations.items())) or "none")
+        + ".",
         f"{int(st.get('turns', 0))} turns in {st.get('wall_s', 0.0):.1f} s "
         f"({st.get('episodes_per_s', 0.0):.2f} episodes/s, {st.get('tokens_per_s', 0.0):.0f} generated tokens/s).",
         "",

@@ -76,6 +76,7 @@ class EvalResult:
         success_iqm: IQM of per-sample success (rliable's aggregate on the 0/1 matrix), with CI.
         pass_at_k: unbiased pass@k averaged over tasks, for each k <= n.
         failures: failed episodes per failure kind (policy / env / sandbox / engine).
+        truncations: episodes cut off by the rollout's limits (`context`, `max_turns`), not by the env.
         stats: rollout throughput (episodes, turns, tokens/s, wall time).
         config: the settings that produced the result (for the report and reruns).
     """
@@ -90,6 +91,7 @@ class EvalResult:
     success_iqm: Interval
     pass_at_k: dict[int, float]
     failures: dict[str, int]
+    truncations: dict[str, int] = field(default_factory=dict)
     stats: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -115,6 +117,7 @@ class EvalResult:
             "success_iqm": self.success_iqm.to_dict(),
             "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
             "failures": dict(self.failures),
+            "truncations": dict(self.truncations),
             "stats": dict(self.stats),
             "config": dict(self.config),
             "tasks": [
@@ -138,6 +141,9 @@ class EvalResult:
             f"reward IQM   {self.reward_iqm}",
             ks,
         ]
+        if any(self.truncations.values()):
+            cut = ", ".join(f"{k} {v}" for k, v in sorted(self.truncations.items()))
+            lines.append(f"episodes cut off by the rollout's limits: {cut}")
         if self.failed_episodes:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()) if v)
             lines.append(f"failed episodes: {self.failed_episodes} ({kinds}); scored 0")
@@ -199,6 +205,9 @@ def summarize(
         success_iqm=metrics.interval_estimate(success, metrics.iqm, **boot),
         pass_at_k=metrics.pass_at_k_curve(n, c, sorted(set(ks))),
         failures={k: failures.get(k, 0) for k in ("policy", "env", "sandbox", "engine")},
+        truncations=dict(
+            Counter(str(t.metadata["truncated_by"]) for t in trajectories if t.metadata.get("truncated_by"))
+        ),
         config={"success_threshold": success_threshold, "bootstrap": boot},
     )
 

@@ -105,3 +105,12 @@ def test_evaluate_runs_episodes_records_failures_and_writes_the_report(tiny_toke
 def test_markdown_without_plots_links_no_images():
     result = summarize([_traj(1, 1.0), _traj(1, 0.0)], 2, reps=100)
     assert "![" not in render_markdown(result, plots=False)
+
+
+def test_truncations_by_the_rollout_limits_are_counted_and_reported():
+    cut = _traj(3, 0.0)
+    cut.metadata["truncated_by"] = "context"
+    result = summarize([cut, _traj(3, 1.0)], 2, reps=100)
+    assert result.truncations == {"context": 1}
+    assert "context: 1" in render_markdown(result, plots=False)
+    assert "cut off by the rollout's limits: context 1" in result.summary()
