@@ -3,7 +3,7 @@ PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,dev
 
-.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench clean
+.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench bench-peers clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
@@ -40,6 +40,10 @@ demo:  ## check the Math env from the shell, then play the single-file custom-en
 
 bench:
 	$(PY) benchmarks/sandbox_latency.py
+
+bench-peers:  ## env step cost vs GEM / SkyRL-gym, GRPO update vs TRL (installs each peer in its own venv)
+	$(PY) benchmarks/peers/env_step.py
+	$(PY) benchmarks/peers/grpo_update.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -58,7 +58,7 @@ def run_worker(system: str, data: Path, args: argparse.Namespace) -> dict[str, A
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if res.returncode != 0:
         raise RuntimeError(f"{system} failed:\n{res.stderr[-3000:]}")
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = json.loads(next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("RESULT "))[7:])
     out["wall_s"] = time.perf_counter() - t0
     print(f"  {system:12s} {out['wall_s']:6.1f} s", file=sys.stderr, flush=True)
     return out
