@@ -22,6 +22,15 @@ from rlgym_llm.train.credit_models import (  # noqa: E402
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """These tensors are small: one thread is as fast alone and far faster on a busy shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir, tiny_tokenizer):
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
