@@ -191,6 +191,13 @@ def test_batch_properties(spec, shift, rnd):
     for t, a in zip(trajs, res.turn_advantages):
         if t.failed:
             assert np.all(a == 0.0)
+    # groups whose live outcomes are all equal are counted and get exactly zero
+    live = {g: [o for gg, _, o, f in spec if gg == g and not f] for g in "abc"}
+    constant = [g for g, v in live.items() if v and all(o == v[0] for o in v)]
+    assert res.stats.n_zero_variance_groups == len(constant)
+    for (g, *_), a in zip(spec, res.turn_advantages):
+        if g in constant:
+            assert np.all(a == 0.0)
     # reorder the batch: every trajectory keeps its advantages
     order = list(range(len(trajs)))
     rnd.shuffle(order)
