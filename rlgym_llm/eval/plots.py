@@ -70,8 +70,10 @@ def plot_scores(result: EvalResult, path: str | os.PathLike) -> Path:
     rewards = np.concatenate([t.rewards for t in result.tasks])
     values, freq = np.unique(np.round(rewards, 6), return_counts=True)
     if len(values) <= 12:  # binary or few-valued rewards: one bar per value
-        width = 0.8 * (float(np.min(np.diff(values))) if len(values) > 1 else 1.0)
+        width = 0.8 * float(np.min(np.diff(values))) if len(values) > 1 else 0.1
         b.bar(values, freq, width=width, color="tab:orange")
+        if values.min() >= 0 and values.max() <= 1:
+            b.set_xlim(-0.1, 1.1)
     else:
         b.hist(rewards, bins=20, color="tab:orange", edgecolor="white")
     b.set_xlabel("final reward of an episode")

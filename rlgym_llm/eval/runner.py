@@ -130,6 +130,26 @@ class EvalResult:
             ],
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalResult:
+        """Read back `to_dict()` (e.g. an `eval.json`), to re-plot or compare saved evaluations."""
+        fields = ("seed", "task_id", "rewards", "successes", "failures", "turns")
+        return cls(
+            env_id=d["env_id"],
+            policy=d["policy"],
+            samples=int(d["samples_per_task"]),
+            tasks=[TaskResult(**{k: t[k] for k in fields}) for t in d["tasks"]],
+            success=Interval(**d["success"]),
+            reward_mean=Interval(**d["reward_mean"]),
+            reward_iqm=Interval(**d["reward_iqm"]),
+            success_iqm=Interval(**d["success_iqm"]),
+            pass_at_k={int(k): float(v) for k, v in d["pass_at_k"].items()},
+            failures=dict(d["failures"]),
+            truncations=dict(d.get("truncations", {})),
+            stats=dict(d.get("stats", {})),
+            config=dict(d.get("config", {})),
+        )
+
     def summary(self) -> str:
         """A few lines for the terminal."""
         ks = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.pass_at_k.items())

@@ -10,7 +10,7 @@ import rlgym_llm
 from rlgym_agents.tool_calling import ToolCallingAgent
 from rlgym_llm.core.types import Failure, FailureKind, Trajectory
 from rlgym_llm.eval.report import render_markdown, write_report
-from rlgym_llm.eval.runner import evaluate, summarize
+from rlgym_llm.eval.runner import EvalResult, evaluate, summarize
 from rlgym_llm.rollout.errors import EngineError
 from rlgym_llm.rollout.manager import RolloutConfig
 from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy
@@ -93,6 +93,8 @@ def test_evaluate_runs_episodes_records_failures_and_writes_the_report(tiny_toke
     assert data["pass_at_k"] == {"1": pytest.approx(5 / 6), "2": 1.0}
     assert data["failed_episodes"] == 1 and data["command"] == "rlgym eval env=guess"
     assert len(data["tasks"]) == 3 and data["tasks"][0]["task_id"].startswith("guess-")
+    again = EvalResult.from_dict(data)  # the JSON holds everything needed to re-plot or compare
+    assert again.to_dict() == {k: v for k, v in data.items() if k != "command"}
     md = files["markdown"].read_text()
     assert "rlgym eval env=guess" in md and f"| success (mean) | {5 / 6:.3f} |" in md
     assert "| 0.833 | 1.000 |" in md  # the pass@k row
