@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -45,34 +46,57 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ENV_ID = "bench/Guess-v0"
 
 
+Request = tuple[list[int], SamplingParams, float, float]  # prompt, sampling, start, end (perf_counter)
+
+
 class Recorder:
-    """Pass-through policy that records every request, in the order the manager sends them."""
+    """Pass-through policy that records every request (with its start and end), in the order sent."""
 
     def __init__(self, inner: OpenAICompatiblePolicy):
         self.inner = inner
-        self.requests: list[tuple[list[int], SamplingParams]] = []
+        self.requests: list[Request] = []
 
     async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
-        self.requests.append((list(prompt_token_ids), sampling))
-        return await self.inner.generate(prompt_token_ids, sampling)
+        start = time.perf_counter()
+        completion = await self.inner.generate(prompt_token_ids, sampling)
+        self.requests.append((list(prompt_token_ids), sampling, start, time.perf_counter()))
+        return completion
 
-    def chains(self) -> list[list[tuple[list[int], SamplingParams]]]:
+    def chains(self) -> list[list[Request]]:
         """The requests grouped by episode, in order.
 
         An episode's context only grows, so each request extends the prompt of its episode's previous
-        one: attach it to the chain whose last prompt is its prefix (identical openings are
-        interchangeable), else it opens a chain.
+        one: attach it to a chain whose last prompt is its prefix and which ended before it started
+        (of several, as with identical openings, the one that ended last), else it opens a chain.
         """
-        chains: list[list[tuple[list[int], SamplingParams]]] = []
-        for prompt, sp in self.requests:
-            home = next(
-                (c for c in chains if len(c[-1][0]) < len(prompt) and prompt[: len(c[-1][0])] == c[-1][0]), None
-            )
+        chains: list[list[Request]] = []
+        for request in sorted(self.requests, key=lambda r: r[2]):
+            prompt, start = request[0], request[2]
+            homes = [
+                c
+                for c in chains
+                if c[-1][3] <= start and len(c[-1][0]) < len(prompt) and prompt[: len(c[-1][0])] == c[-1][0]
+            ]
+            home = max(homes, key=lambda c: c[-1][3]) if homes else None
             if home is None:
-                chains.append([(prompt, sp)])
+                chains.append([request])
             else:
-                home.append((prompt, sp))
+                home.append(request)
         return chains
+
+
+def timing(chains: list[list[Request]]) -> dict[str, float]:
+    """Where an episode's time goes: in requests, and between one request's answer and the next request.
+
+    The gap is the client's own time per turn (parse, env step, rendering, bookkeeping, event-loop waits).
+    """
+    latency = [end - start for chain in chains for _, _, start, end in chain]
+    gaps = [b[2] - a[3] for chain in chains for a, b in itertools.pairwise(chain)]
+    return {
+        "request_latency_ms_median": 1000 * statistics.median(latency),
+        "gap_ms_median": 1000 * statistics.median(gaps) if gaps else 0.0,
+        "gap_ms_mean": 1000 * statistics.fmean(gaps) if gaps else 0.0,
+    }
 
 
 async def run_manager(server: VLLMServer, agent: ToolCallingAgent, args: argparse.Namespace, seed0: int):
@@ -100,19 +124,23 @@ async def run_manager(server: VLLMServer, agent: ToolCallingAgent, args: argpars
     if len(chains) != len(trajectories):
         raise RuntimeError(f"{len(chains)} request chains for {len(trajectories)} episodes")
     stats = {"tokens": tokens, "requests": len(recorder.requests), "episodes": len(trajectories)}
-    return {**stats, "wall_s": wall, "client_cpu_s": cpu}, chains
+    return {**stats, "wall_s": wall, "client_cpu_s": cpu, **timing(chains)}, chains
 
 
-async def run_raw(server: VLLMServer, chains: list[list[tuple[list[int], SamplingParams]]], concurrency: int):
+async def run_raw(server: VLLMServer, chains: list[list[Request]], concurrency: int):
     """Replay the recorded requests with plain aiohttp: each chain in order, `concurrency` chains at once."""
     url = f"{server.base_url}/completions"
     tokens = 0
     sem = asyncio.Semaphore(concurrency)
+    replayed: list[list[Request]] = []
 
-    async def chain(session: aiohttp.ClientSession, requests) -> None:
+    async def chain(session: aiohttp.ClientSession, requests: list[Request]) -> None:
         nonlocal tokens
+        done: list[Request] = []
+        replayed.append(done)
         async with sem:
-            for prompt, sp in requests:
+            for prompt, sp, _, _ in requests:
+                start = time.perf_counter()
                 body = {
                     "model": server.model_name,
                     "prompt": prompt,
@@ -126,6 +154,7 @@ async def run_raw(server: VLLMServer, chains: list[list[tuple[list[int], Samplin
                     resp.raise_for_status()
                     payload = await resp.json()
                 tokens += len(payload["choices"][0]["token_ids"])
+                done.append((prompt, sp, start, time.perf_counter()))
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
@@ -133,7 +162,7 @@ async def run_raw(server: VLLMServer, chains: list[list[tuple[list[int], Samplin
         await asyncio.gather(*(chain(session, c) for c in chains))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = {"tokens": tokens, "requests": sum(map(len, chains)), "episodes": len(chains)}
-    return {**stats, "wall_s": wall, "client_cpu_s": cpu}
+    return {**stats, "wall_s": wall, "client_cpu_s": cpu, **timing(replayed)}
 
 
 def _machine() -> str:
@@ -194,7 +223,8 @@ def report(result: dict[str, Any], args: argparse.Namespace, command: str) -> st
             rates[mode].append(rate)
             rows.append(
                 f"| {i} | {mode} | {m['episodes']} | {m['requests']} | {m['tokens']} | {m['wall_s']:.2f} "
-                f"| {m['client_cpu_s']:.2f} | {rate:.0f} |"
+                f"| {m['client_cpu_s']:.2f} | {m['request_latency_ms_median']:.0f} | {m['gap_ms_median']:.1f} "
+                f"| {m['gap_ms_mean']:.1f} | {rate:.0f} |"
             )
     ratios = [m / r for m, r in zip(rates["manager"], rates["raw"])]
     cpu_ms = {
@@ -223,9 +253,13 @@ def report(result: dict[str, Any], args: argparse.Namespace, command: str) -> st
             "aiohttp, each episode's requests in order, the same number of episodes in flight.",
             "- Client and server share the machine's cores, so the manager's CPU work (rendering, parsing, env "
             "steps) competes with generation; `client CPU s` is the benchmark process's own CPU time per run.",
+            "- `request ms`: one generation request, sent to answered. `gap ms`: from a request's answer to the "
+            "next request of the same episode, i.e. the client's own time per turn (parse, env step, rendering, "
+            "bookkeeping, event-loop waits); for raw it is the replay loop's.",
             "",
-            "| round | mode | episodes | requests | completion tokens | wall s | client CPU s | tokens/s |",
-            "|---|---|---|---|---|---|---|---|",
+            "| round | mode | episodes | requests | completion tokens | wall s | client CPU s "
+            "| request ms (median) | gap ms (median) | gap ms (mean) | tokens/s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             f"**Ratio (manager / raw tokens/s), median of rounds: {s['ratio_median']:.3f}** "

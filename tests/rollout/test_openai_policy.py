@@ -318,14 +318,14 @@ rlgym_llm.register("test/OpenAICrashingGuess-v0", CrashingGuessEnv, max_turns=10
 MAX_TURNS = 4
 
 
-def _guesser(fake: FakeCompletionsServer, tokenizer: Any) -> Callable[[list[int]], Any]:
+def _guesser(fake: FakeCompletionsServer, tokenizer: Any, fault: str = "503") -> Callable[[list[int]], Any]:
     """Guess 500, 600, 700, ... while the answers say `higher`; once one says `lower`, fail for good."""
     fake.decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
 
     def respond(prompt: list[int]) -> Any:
         text = tokenizer.decode(prompt)
         if "\nlower<|im_end|>" in text:
-            return "503"  # every attempt of this episode's next call fails
+            return fault  # every attempt of this episode's next call fails
         value = 500 + 100 * text.count("\nhigher<|im_end|>")
         call = f'<tool_call>{{"name": "guess", "arguments": {{"value": {value}}}}}</tool_call>'
         return [*tokenizer.encode(call, add_special_tokens=False), tokenizer.eos_token_id], "stop"
@@ -353,11 +353,16 @@ def _numbers(seeds: range) -> list[int]:
     return numbers
 
 
+# How each persistent fault reads on the failure record.
+PERSISTENT_FAULTS = {"503": "HTTP 503", "timeout": "timed out after 0.5s", "truncated": "ClientPayloadError"}
+
+
+@pytest.mark.parametrize("fault", sorted(PERSISTENT_FAULTS))
 @with_server
-async def test_manager_batch_survives_permanent_engine_failures(fake_server, tokenizer):
+async def test_manager_batch_survives_permanent_engine_failures(fake_server, tokenizer, fault):
     from rlgym_agents.tool_calling import ToolCallingAgent
 
-    fake_server.respond = _guesser(fake_server, tokenizer)
+    fake_server.respond = _guesser(fake_server, tokenizer, fault)
     seeds = range(12)
     expected = [_expected(n) for n in _numbers(seeds) for _ in range(2)]  # group_size 2
     n_failed = sum(kind == "engine" for kind, _ in expected)
@@ -374,7 +379,7 @@ async def test_manager_batch_survives_permanent_engine_failures(fake_server, tok
         if kind == "engine":
             (failure,) = traj.failures
             assert failure.kind is FailureKind.ENGINE and failure.turn == turn
-            assert "HTTP 503" in failure.message and "3 attempts" in failure.message
+            assert PERSISTENT_FAULTS[fault] in failure.message and "3 attempts" in failure.message
             assert len(traj.turns) == turn
         else:
             assert not traj.failures
