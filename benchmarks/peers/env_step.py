@@ -10,9 +10,12 @@ system runs in its own process and interpreter (ours: this one; GEM and SkyRL: t
 ABBA order (all systems, then all in reverse) `--cycles` times; each cell reports the median over runs.
 
 Comparisons (the target: our cost at most 1/3 of the faster peer's, i.e. a ratio <= 0.33):
-- light path (`ours-light`: a bare `submit_answer("N")`) vs SkyRL's string checks (`gsm8k`, `aime`);
-- full verifier (`ours-full`: the whole `\\boxed{}` response through our verifier) vs GEM's grader
-  (`gem`: default, grading process per env; `gem-inproc`: in-process SIGALRM grading).
+- light path (`ours-light`: a bare `submit_answer("N")`) vs SkyRL's string checks (`gsm8k`, `aime`),
+  both building an env per episode as their trainers do;
+- full verifier (`ours-full-reuse`: the whole `\\boxed{}` response through our verifier, envs reused)
+  vs GEM's grader (`gem`: default, grading process per env; `gem-inproc`: in-process SIGALRM
+  grading), both reusing envs as GEM's vector env does; and `ours-full` (env made per episode, as
+  our rollout manager does today) vs the same.
 
 Writes benchmarks/results/peers/env_step.{json,md}.
 """
@@ -40,11 +43,22 @@ import gsm8k_like  # noqa: E402
 import venvs  # noqa: E402
 
 RESULTS = HERE.parent / "results" / "peers"
-SYSTEMS = ("ours-light", "ours-light-reuse", "ours-full", "gem", "gem-inproc", "skyrl-gsm8k", "skyrl-aime")
+SYSTEMS = (
+    "ours-light",
+    "ours-light-reuse",
+    "ours-full",
+    "ours-full-reuse",
+    "gem",
+    "gem-inproc",
+    "skyrl-gsm8k",
+    "skyrl-aime",
+)
 VENV_OF = {"gem": "gem", "gem-inproc": "gem", "skyrl-gsm8k": "skyrl", "skyrl-aime": "skyrl"}
+# (title, ours, peers): each pairs our path with the peers' equivalent, env lifetimes alike.
 COMPARISONS = (
-    ("light path vs SkyRL-gym string checks", "ours-light", ("skyrl-gsm8k", "skyrl-aime")),
-    ("full verifier vs GEM's grader", "ours-full", ("gem", "gem-inproc")),
+    ("light path, env made per episode, vs SkyRL-gym string checks", "ours-light", ("skyrl-gsm8k", "skyrl-aime")),
+    ("full verifier, env reused, vs GEM's grader", "ours-full-reuse", ("gem", "gem-inproc")),
+    ("full verifier, env made per episode, vs GEM's grader", "ours-full", ("gem", "gem-inproc")),
 )
 LATENCY_CELLS = ("reset", "step_correct", "step_wrong", "episode_correct", "episode_wrong")
 BATCH_CELLS = ("sync_correct", "sync_wrong", "threads_correct", "threads_wrong")

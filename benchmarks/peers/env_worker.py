@@ -13,8 +13,9 @@ Systems and what one call does (the text actions are built here from the same ro
   text in, reward out. The verifier's plain-number path decides.
 - `ours-light-reuse`: `ours-light` on envs made once and reset per episode (as GEM's vector env
   does), not made per episode: what an env pool in the rollout manager would save.
-- `ours-full`: the same as `ours-light`, but the submitted answer is the whole response ending in `\\boxed{N}`: the
-  verifier extracts, normalises and compares it exactly (GEM's grader gets the same text).
+- `ours-full`, `ours-full-reuse`: as `ours-light`, `ours-light-reuse`, but the submitted answer is
+  the whole response ending in `\\boxed{N}`: the verifier extracts, normalises and compares it
+  exactly (GEM's grader gets the same text).
 - `gem`, `gem-inproc`: GEM `MathEnv` over a `datasets.Dataset` built from the rows; action = chain of
   thought + `\\boxed{N}`. `gem` is the default (grading in a one-process pool per env, 1 s timeout);
   `gem-inproc` grades in-process under SIGALRM (`use_mp=False`), which cannot run in threads.
@@ -52,7 +53,7 @@ def actions(row: dict[str, Any], system: str, wrong: bool) -> str:
     if system.startswith("ours-light"):
         call = {"name": "submit_answer", "arguments": {"answer": str(n)}}
         return f"{cot}\n<tool_call>{json.dumps(call)}</tool_call>"
-    if system == "ours-full":
+    if system.startswith("ours-full"):
         return f"<tool_call>{json.dumps({'name': 'submit_answer', 'arguments': {'answer': boxed}})}</tool_call>"
     return boxed  # gem, gem-inproc
 
