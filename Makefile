@@ -3,7 +3,7 @@ PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,dev
 
-.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench bench-peers clean
+.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench bench-peers bench-learning clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
@@ -44,6 +44,9 @@ bench:
 bench-peers:  ## env step cost vs GEM / SkyRL-gym, GRPO update vs TRL (installs each peer in its own venv)
 	$(PY) benchmarks/peers/env_step.py
 	$(PY) benchmarks/peers/grpo_update.py
+
+bench-learning:  ## GRPO vs turn-level credit methods on Search/Code/GUI with the tiny model (~1 h on 2 cores, resumable)
+	$(PY) benchmarks/learning/run.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis
