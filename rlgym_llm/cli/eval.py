@@ -51,6 +51,8 @@ class EvalConfig:
         out_dir: eval.json, report.md, pass_at_k.png, scores.png (and trajectories.jsonl) go here.
         save_trajectories: stream every episode to `out_dir/trajectories.jsonl`.
         progress: show a progress bar.
+        episode_timeout_s: limit for one episode (generation and env steps); past it the episode
+            is recorded as failed.
         threads: torch CPU threads for a local model (null: torch's default). On a machine shared
             with other jobs, 1 avoids OpenMP threads spinning against each other.
     """
@@ -71,6 +73,7 @@ class EvalConfig:
     out_dir: str = "runs/eval"
     save_trajectories: bool = True
     progress: bool = True
+    episode_timeout_s: float = 600.0
     threads: int | None = None
 
 
@@ -98,6 +101,8 @@ def check_eval(cfg: EvalConfig) -> list[str]:
         p.append("`policy.max_context` must exceed `policy.sampling.max_tokens`")
     if cfg.policy.backend == "openai" and not cfg.policy.base_url:
         p.append("`policy=openai` needs policy.base_url=http://HOST:PORT/v1")
+    if cfg.episode_timeout_s <= 0:
+        p.append(f"`episode_timeout_s={cfg.episode_timeout_s}` must be > 0")
     if cfg.threads is not None and cfg.threads < 1:
         p.append(f"`threads={cfg.threads}` must be >= 1 (or null for torch's default)")
     if cfg.policy.backend != "hf" and cfg.checkpoint:
@@ -152,6 +157,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
             max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=None
         ),
         concurrency=cfg.policy.concurrency,
+        episode_timeout_s=cfg.episode_timeout_s,
         token_check=cfg.agent.token_check,  # type: ignore[arg-type]  # validated against _CHOICES
     )
     model_dir = _model_dir(cfg.policy.model)
