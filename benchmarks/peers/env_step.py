@@ -252,7 +252,7 @@ def main() -> None:
     summary = summarise(runs)
     import importlib.metadata as md
 
-    versions = {"rlgym-llm": md.version("rlgym-llm"), "math-verify": md.version("math-verify")}
+    versions = {"rlgym-llm": md.version("rlgym-llm"), "math-verify (ours)": md.version("math-verify")}
     if "gem" in {VENV_OF.get(s) for s in systems}:
         versions.update(
             {
