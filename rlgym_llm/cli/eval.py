@@ -268,7 +268,7 @@ class _policy:
                 str(self.model_dir), max_batch_size=pol.max_batch_size, max_context=pol.max_context
             )
             if cfg.checkpoint:
-                _load_checkpoint(self._policy.model, Path(cfg.checkpoint))
+                self._policy.model = _load_checkpoint(self._policy.model, Path(cfg.checkpoint))
             return self._policy, tokenizer
         from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
@@ -296,15 +296,15 @@ class _policy:
             await asyncio.to_thread(self._server.stop)
 
 
-def _load_checkpoint(model: Any, path: Path) -> None:
-    """Load `rlgym train` weights into `model` in place (see `EvalConfig.checkpoint`)."""
+def _load_checkpoint(model: Any, path: Path) -> Any:
+    """`model` with `rlgym train` weights loaded (see `EvalConfig.checkpoint`); LoRA adapters are merged."""
     from rlgym_llm.core.errors import ConfigError
 
     if (path / "config.json").exists():  # a Hugging Face folder: its weights, same architecture
         from transformers import AutoModelForCausalLM
 
         model.load_state_dict(AutoModelForCausalLM.from_pretrained(path, dtype="float32").state_dict())
-        return
+        return model
     import torch
 
     from rlgym_llm.train import checkpoint
@@ -316,5 +316,24 @@ def _load_checkpoint(model: Any, path: Path) -> None:
         raise ConfigError([f"`checkpoint={path}` holds no model folder and no complete step_* checkpoint"])
     state = torch.load(step / "trainer.pt", weights_only=False)["model"]
     if any("lora_" in k for k in state):
-        raise ConfigError([f"{step} holds LoRA adapters; merge them into a model folder and pass that folder"])
+        model = _with_lora(model, step)
     model.load_state_dict(state)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()  # plain weights again: sampling needs no adapter code
+    model.eval()
+    return model
+
+
+def _with_lora(model: Any, step: Path) -> Any:
+    """Wrap `model` with the adapters of the run that wrote `step` (its `config.yaml`: trainer.lora)."""
+    from omegaconf import OmegaConf
+    from peft import LoraConfig, get_peft_model
+
+    from rlgym_llm.core.errors import ConfigError
+
+    run_config = next((d / "config.yaml" for d in step.parents if (d / "config.yaml").exists()), None)
+    if run_config is None:
+        raise ConfigError([f"{step} holds LoRA adapters but no config.yaml of its run says their shape"])
+    lora = OmegaConf.load(run_config).trainer.lora
+    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=0.0, target_modules=list(lora.target_modules))
+    return get_peft_model(model, config)
