@@ -68,10 +68,30 @@ def _run_check_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_train(p: argparse.ArgumentParser) -> None:
+    from rlgym_llm.cli.train import add_arguments
+
+    add_arguments(p)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from rlgym_llm.cli.train import run_train
+
+    return run_train(args)
+
+
+def _run_sft(args: argparse.Namespace) -> int:
+    from rlgym_llm.cli.train import run_sft
+
+    return run_sft(args)
+
+
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 COMMANDS: dict[str, Command] = {
     "envs": ("list registered env ids", _add_envs, _run_envs),
     "check-env": ("check that an env keeps the rlgym-llm contract", _add_check_env, _run_check_env),
+    "train": ("train a policy with RL (Hydra overrides: credit=gated env=math ...)", _add_train, _run_train),
+    "sft": ("supervised warm-up on oracle trajectories (Hydra overrides)", _add_train, _run_sft),
     "sandbox": (
         "run a command in a sandbox backend (`rlgym sandbox exec -- CMD`)",
         lambda p: importlib.import_module("rlgym_llm.cli.sandbox").add_arguments(p),

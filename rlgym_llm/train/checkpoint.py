@@ -43,6 +43,7 @@ def save(
     scheduler: Any,
     extra: dict[str, Any] | None = None,
     keep: int | None = None,
+    torch_extra: dict[str, Any] | None = None,
 ) -> Path:
     """Save a checkpoint for `step` under `directory`; keep only the newest `keep` ones if given.
 
@@ -53,6 +54,8 @@ def save(
         optimizer, scheduler: their `state_dict`s are saved.
         extra: JSON-serialisable state (data cursor, config, metrics history, ...).
         keep: how many checkpoints to keep (None: all).
+        torch_extra: more torch state (e.g. a credit model's `state_dict`), returned by `load`
+            under "torch_extra".
     """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
@@ -66,6 +69,7 @@ def save(
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "rng": rng_state(),
+            "extra": torch_extra or {},
         },
         tmp / "trainer.pt",
     )
@@ -86,11 +90,15 @@ def latest(directory: str | os.PathLike) -> Path | None:
 
 
 def load(path: str | os.PathLike, model: Any, optimizer: torch.optim.Optimizer, scheduler: Any) -> dict[str, Any]:
-    """Restore a checkpoint in place (weights, optimizer, schedule, RNGs); returns its `state.json`."""
+    """Restore a checkpoint in place (weights, optimizer, schedule, RNGs).
+
+    Returns:
+        Its `state.json`, plus the saved `torch_extra` under "torch_extra".
+    """
     path = Path(path)
     state = torch.load(path / "trainer.pt", weights_only=False)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
-    return json.loads((path / _DONE).read_text())
+    return {**json.loads((path / _DONE).read_text()), "torch_extra": state.get("extra", {})}

@@ -32,7 +32,7 @@ def test_resume_gives_the_same_next_update_and_random_draws(tmp_path, tiny_model
     random.seed(99), np.random.seed(99), torch.manual_seed(99)
     assert checkpoint.latest(tmp_path) == path
     state = checkpoint.load(path, b.model, b.optimizer, b.scheduler)
-    assert state == {"step": 1, "cursor": 17}
+    assert state == {"step": 1, "cursor": 17, "torch_extra": {}}
     metrics_b = b.update(batch)
     draws_b = (random.random(), np.random.rand(), torch.rand(1).item())
 

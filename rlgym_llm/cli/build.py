@@ -1,0 +1,256 @@
+"""The composition root: turn validated config sections into objects (env, model, policy, agent, oracle,
+rollout managers, credit inputs). Only the CLI imports every room, so the wiring lives here; `rlgym
+train`, `rlgym sft` and `rlgym eval` share it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import rlgym_llm
+from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, SandboxConfig
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.types import Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+def import_object(target: str) -> Any:
+    """`module:Name` -> the object."""
+    module, _, name = target.partition(":")
+    if not name:
+        raise ConfigError([f"{target!r} is not of the form module:Name"])
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError([f"cannot import {target!r}: {e}"]) from e
+
+
+def register_env(env: EnvConfig) -> None:
+    """Register `env.id` from `env.entry_point` when it is not registered yet (toy and user envs)."""
+    if env.entry_point and env.id not in rlgym_llm.list_envs():
+        rlgym_llm.register(env.id, env.entry_point, max_turns=env.max_turns)
+
+
+def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str, Any]:
+    """Constructor kwargs of the env (the sandbox backend included for envs that run code)."""
+    kwargs = dict(env.kwargs)
+    if env.sandbox_kwarg and sandbox is not None:
+        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
+    return kwargs
+
+
+def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callable[[], Any]:
+    """A zero-argument factory of fresh envs."""
+    register_env(env)
+    kwargs = env_kwargs(env, sandbox)
+    return lambda: rlgym_llm.make(env.id, max_turns=env.max_turns, **kwargs)
+
+
+def model_dir(policy: PolicyConfig) -> Path:
+    """The Hugging Face folder of `policy.model` (`tiny` and `smollm2` are built/converted once, cached)."""
+    if policy.model == "tiny":
+        from rlgym_llm.rollout.tiny_model import build_tiny_model
+
+        return build_tiny_model()
+    if policy.model == "smollm2":
+        from rlgym_llm.rollout.smollm2 import build_smollm2
+
+        return build_smollm2()
+    path = Path(os.path.expanduser(policy.model))
+    if not (path / "config.json").exists():
+        raise ConfigError([f"policy.model={policy.model!r} is not tiny, smollm2 or a Hugging Face model folder"])
+    return path
+
+
+def load_model(path: str | os.PathLike) -> tuple[Any, Any]:
+    """(model in fp32 and eval mode, tokenizer) from a folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    model.eval()
+    return model, AutoTokenizer.from_pretrained(str(path))
+
+
+def add_lora(model: Any, lora: LoraConfig) -> Any:
+    """Wrap `model` with trainable LoRA adapters (peft); the base weights are frozen."""
+    try:
+        from peft import LoraConfig as PeftLoraConfig
+        from peft import get_peft_model
+    except ImportError as e:
+        from rlgym_llm.core.errors import MissingDependencyError
+
+        raise MissingDependencyError("peft", "train", "LoRA training") from e
+    config = PeftLoraConfig(
+        r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=list(lora.target_modules)
+    )
+    return get_peft_model(model, config)
+
+
+class WithoutToolSchemas:
+    """An agent that renders prompts without the env's tool schemas (parsing is unchanged)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def render_text(self, messages: Any, tools: Any, generation_prompt: bool) -> str:
+        return self.inner.render_text(messages, None, generation_prompt)
+
+    def render_prompt(self, messages: Any, tools: Any) -> list[int]:
+        return self.inner.render_prompt(messages, None)
+
+    def render_continuation(self, history: Any, new_messages: Any, tools: Any, completion: Any) -> list[int]:
+        return self.inner.render_continuation(history, new_messages, None, completion)
+
+    def __getattr__(self, name: str) -> Any:  # prepare, parse, assistant_message, tokenizer
+        return getattr(self.inner, name)
+
+
+def build_agent(agent: AgentConfig, tokenizer: Any) -> Any:
+    """The agent named by `agent.name`."""
+    from rlgym_agents.tool_calling import ToolCallingAgent
+
+    built = ToolCallingAgent(tokenizer, system_prompt=agent.system_prompt, full_history=agent.full_history)
+    return built if agent.tool_schemas else WithoutToolSchemas(built)
+
+
+def build_policy(policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path, lora_rank: int | None = None) -> Any:
+    """The sampling engine. `hf` shares `model` with the trainer (in-place weight sync)."""
+    if policy.backend == "hf":
+        from rlgym_llm.rollout.hf_policy import TransformersPolicy
+
+        return TransformersPolicy(
+            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context
+        )
+    if policy.backend == "vllm":
+        from rlgym_llm.rollout.vllm_policy import VLLMPolicy
+
+        return VLLMPolicy(folder, max_lora_rank=lora_rank, max_model_len=policy.max_context).start()
+    from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+
+    if not policy.base_url:
+        raise ConfigError(["policy.base_url is required for policy=openai, e.g. http://127.0.0.1:8000/v1"])
+    return OpenAICompatiblePolicy(
+        policy.base_url,
+        model=policy.served_model or policy.model,
+        max_context=policy.max_context,
+        api_key=os.environ.get(policy.api_key_env),
+    )
+
+
+def oracle_factory(target: str) -> Callable[[Any], Callable[[Any], Any]]:
+    """Adapt an env's scripted expert to `sft.Oracle`: built after the env's reset, called with messages.
+
+    The shipped oracles differ in shape: some take the env in their constructor, some a `reset`
+    with the task or the opening messages; this reads their signatures once.
+    """
+    cls = import_object(target)
+    init = [p for p in inspect.signature(cls).parameters if p not in ("self",)]
+
+    def make(env: Any) -> Callable[[Any], Any]:
+        oracle = cls(env) if init and init[0] == "env" else cls()
+        reset = getattr(oracle, "reset", None)
+        if reset is not None:
+            params = list(inspect.signature(reset).parameters)
+            if params and params[0] == "task":
+                reset(env.unwrapped.task)
+            else:
+                reset()
+        return oracle.act
+
+    return make
+
+
+def rollout_config(policy: PolicyConfig, env: EnvConfig, agent: AgentConfig, group_size: int, temperature: float):
+    """The rollout manager's config for training (group_size G) or evaluation (1)."""
+    from rlgym_llm.rollout.manager import RolloutConfig
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    s = policy.sampling
+    return RolloutConfig(
+        group_size=group_size,
+        max_turns=env.max_turns,
+        max_context=policy.max_context,
+        sampling=SamplingParams(max_tokens=s.max_tokens, temperature=temperature, top_p=s.top_p, top_k=s.top_k),
+        concurrency=policy.concurrency,
+        token_check=agent.token_check,  # type: ignore[arg-type]
+        # Envs that run code are slow: step them in threads. Others step on the event loop, which
+        # keeps batching (and so sampling) deterministic for exact resumes.
+        env_in_thread=env.sandbox_kwarg is not None,
+    )
+
+
+def task_answer(env: Any) -> str:
+    """The ground-truth answer of the env's current task (IGPO scores its probability)."""
+    task = env.unwrapped.task
+    for value in (task.answer, task.meta.get("answer"), task.meta.get("target")):
+        if value is not None:
+            return str(value)
+    raise ConfigError([f"credit=igpo needs tasks with an answer; {type(env.unwrapped).__name__} tasks have none"])
+
+
+class IGPOInputs:
+    """IGPO's answer probabilities: the gold answer behind every turn, scored by the policy model."""
+
+    def __init__(self, model: Any, tokenizer: Any, make_env: Callable[[], Any], micro_batch_size: int = 16):
+        self.model, self.tokenizer, self.make_env = model, tokenizer, make_env
+        self.micro_batch_size = micro_batch_size
+        self._answers: dict[tuple[int | None, str], Any] = {}
+
+    def _template(self, traj: Trajectory) -> Any:
+        from rlgym_llm.train.credit_models import answer_template_ids
+
+        key = (traj.seed, traj.task_id)
+        if key not in self._answers:
+            env = self.make_env()
+            try:
+                env.reset(seed=traj.seed, options=traj.metadata.get("options"))
+                self._answers[key] = answer_template_ids(self.tokenizer, task_answer(env))
+            finally:
+                env.close()
+        return self._answers[key]
+
+    def __call__(self, trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+        from rlgym_llm.train.credit_models import igpo_answer_probs
+
+        templates = [None if t.failed else self._template(t) for t in trajectories]
+        pad = self.tokenizer.pad_token_id or 0
+        probs = igpo_answer_probs(
+            self.model, trajectories, templates, micro_batch_size=self.micro_batch_size, pad_id=pad
+        )
+        return {"answer_probs": probs}
+
+
+class SPAInputs:
+    """SPA's contributions: a progress estimator over the env's per-turn signals, refit every step."""
+
+    def __init__(self, channels: Sequence[str] = ("tool_ok", "progress"), epochs: int = 100, seed: int = 0):
+        from rlgym_llm.train.credit_models import ProgressEstimator, SignalFeatures
+
+        self.estimator = ProgressEstimator(SignalFeatures(tuple(channels)), seed=seed)
+        self.epochs = epochs
+
+    def __call__(self, trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+        self.estimator.fit(trajectories, epochs=self.epochs)
+        return {"contributions": self.estimator.contributions(trajectories)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.estimator.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.estimator.load_state_dict(state)
+
+
+def credit_inputs(method: str, model: Any, tokenizer: Any, make_env: Callable[[], Any], seed: int = 0) -> Any:
+    """The per-step input hook of methods that need a model pass (igpo, spa); None for the others."""
+    if method == "igpo":
+        return IGPOInputs(model, tokenizer, make_env)
+    if method == "spa":
+        return SPAInputs(seed=seed)
+    return None

@@ -1,0 +1,301 @@
+"""The RL training loop, one step at a time: collect -> assign credit -> update -> sync.
+
+    run = RunParts(rollouts, trainer, policy, pad_id, eval_rollouts=...)
+    summary = train(run, LoopConfig(steps=20, tasks_per_step=8, credit_method="turn_grpo"), out_dir)
+
+Each step rolls out `tasks_per_step` tasks `group_size` times (the manager's config; every sample of
+a task resets with the task's seed, so a group starts identically), computes per-turn advantages with
+the configured credit method, broadcasts them to the completion tokens, applies one clipped
+policy-gradient update, and pushes the new weights to the engine that samples. Failed trajectories
+(infrastructure errors recorded by the manager) get no advantage, stay out of the loss and are counted.
+
+Everything that draws randomness is keyed by the step (task seeds) or checkpointed (sampling-seed
+counter, optimizer, RNGs), so a run killed and resumed from its last checkpoint continues exactly
+as the uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from rlgym_llm.core.types import Trajectory
+from rlgym_llm.credit import compute_advantages
+from rlgym_llm.rollout.manager import RolloutManager
+from rlgym_llm.rollout.policy import Completion, Policy, SamplingParams
+from rlgym_llm.train import checkpoint
+from rlgym_llm.train.metrics import MetricsLog
+from rlgym_llm.train.trainer import PolicyTrainer, TrainBatch
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """What the loop does, apart from the objects it drives.
+
+    Args:
+        steps: optimizer steps (one rollout batch each).
+        tasks_per_step: tasks per batch (each rolled out `group_size` times by the manager).
+        credit_method: a `rlgym_llm.credit` method name.
+        credit_params: its parameters (see `credit.METHOD_PARAMS`).
+        filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add
+            no gradient but dilute token-mean losses).
+        train_seed_start: step k uses task seeds train_seed_start + k * tasks_per_step + i.
+        test_seed_start: first seed of the held-out tasks of `evaluate`.
+        eval_tasks: held-out tasks measured before and after training (0: skip).
+        save_every: checkpoint every N steps (0: only at the end).
+        keep_checkpoints: how many checkpoints to keep.
+    """
+
+    steps: int
+    tasks_per_step: int
+    credit_method: str
+    credit_params: Mapping[str, Any] = field(default_factory=dict)
+    filter_zero_variance: bool = True
+    train_seed_start: int = 0
+    test_seed_start: int = 1_000_000
+    eval_tasks: int = 32
+    save_every: int = 10
+    keep_checkpoints: int = 2
+
+
+class SeededPolicy:
+    """Give every generate call its own sampling seed, `base + n` for the n-th call.
+
+    Backends then sample reproducibly whatever batches they form, and the counter is the whole
+    sampling state a checkpoint needs.
+    """
+
+    def __init__(self, inner: Policy, base: int):
+        self.inner, self.base, self.calls = inner, base, 0
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
+        seed, self.calls = self.base + self.calls, self.calls + 1
+        return await self.inner.generate(prompt_token_ids, dataclasses.replace(sampling, seed=seed))
+
+
+class CreditInputs(Protocol):
+    """Trajectory-dependent inputs of a credit method (IGPO's answer probabilities, SPA's contributions).
+
+    Called once per step, before the update, with that step's trajectories; returns extra keyword
+    arguments of `compute_advantages`. May keep state (a trained estimator) through
+    `state_dict()` / `load_state_dict()`.
+    """
+
+    def __call__(self, trajectories: Sequence[Trajectory]) -> dict[str, Any]: ...
+
+
+def sync_weights(policy: Any, model: Any) -> None:
+    """Make the sampling engine use `model`'s current weights.
+
+    A policy with its own `sync_weights(model)` (the vLLM policy: adapter load or restart) does it
+    itself. A transformers policy holding the trainer's model object shares its weights, so the
+    update is already live; it only goes back to eval mode. Another in-process model gets a copy.
+    """
+    inner: Any = policy
+    while hasattr(inner, "inner") and not hasattr(inner, "sync_weights"):  # unwrap SeededPolicy & co.
+        inner = inner.inner
+    if hasattr(inner, "sync_weights"):
+        inner.sync_weights(model)
+    elif getattr(inner, "model", None) is model:
+        inner.model.eval()
+    elif hasattr(inner, "model"):
+        inner.model.load_state_dict(model.state_dict())
+        inner.model.eval()
+    else:
+        raise TypeError(f"{type(inner).__name__} holds no weights and has no sync_weights(model); it cannot be trained")
+
+
+@dataclass
+class RunParts:
+    """The objects the loop drives, built by the caller (the CLI builds them from a config).
+
+    Args:
+        rollouts: the training rollout manager (its config sets group size, turns, sampling); its
+            policy should be a `SeededPolicy` for exact resumes.
+        trainer: applies the updates to the policy's model.
+        pad_id: the tokenizer's padding id.
+        eval_rollouts: samples held-out tasks (group size 1) for the before/after success; its
+            policy is re-seeded before each evaluation so both see the same sampling seeds.
+        credit_inputs: see `CreditInputs` (needed by igpo and spa).
+    """
+
+    rollouts: RolloutManager
+    trainer: PolicyTrainer
+    pad_id: int
+    eval_rollouts: RolloutManager | None = None
+    credit_inputs: CreditInputs | None = None
+
+
+def task_seeds(cfg: LoopConfig, step: int) -> list[int]:
+    """The task seeds of `step` (a pure function of the step: the data cursor is the step)."""
+    first = cfg.train_seed_start + step * cfg.tasks_per_step
+    return list(range(first, first + cfg.tasks_per_step))
+
+
+def evaluate(manager: RolloutManager, seeds: Sequence[int]) -> dict[str, float]:
+    """Mean success and reward of one sampled episode per held-out task."""
+    if isinstance(manager.policy, SeededPolicy):
+        manager.policy.calls = 0  # the same sampling seeds before and after training
+    trajs = manager.run_sync(list(seeds))
+    ok = [t for t in trajs if not t.failed]
+    return {
+        "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
+        "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
+        "failed": float(len(trajs) - len(ok)),
+    }
+
+
+def step_once(run: RunParts, cfg: LoopConfig, step: int) -> dict[str, Any]:
+    """One training step; returns its metrics record."""
+    # 1. collect: G samples per task, identical seeds within a group
+    t0 = time.perf_counter()
+    trajs = run.rollouts.run_sync(task_seeds(cfg, step))
+    rollout_stats = run.rollouts.stats
+    t1 = time.perf_counter()
+
+    # 2. assign credit: per-turn advantages, broadcast to completion tokens
+    extra = run.credit_inputs(trajs) if run.credit_inputs is not None else {}
+    credit = compute_advantages(trajs, cfg.credit_method, **{**cfg.credit_params, **extra})
+    usable = np.array([not t.failed and len(t.turns) > 0 for t in trajs])
+    keep = credit.keep & usable if cfg.filter_zero_variance else usable
+    chosen = [t for t, k in zip(trajs, keep) if k]
+    token_adv = [a for a, k in zip(credit.token_advantages(trajs), keep) if k]
+    t2 = time.perf_counter()
+
+    # 3. update: one optimizer step over the kept trajectories (micro-batched)
+    update: dict[str, float] = {}
+    if chosen:
+        update = run.trainer.update(TrainBatch.from_trajectories(chosen, token_adv, run.pad_id))
+    t3 = time.perf_counter()
+
+    # 4. sync: the engine samples the next batch from the new weights
+    if chosen:
+        sync_weights(run.rollouts.policy, run.trainer.model)
+    t4 = time.perf_counter()
+
+    s = credit.stats
+    ok = [t for t in trajs if not t.failed]
+    record: dict[str, Any] = {
+        "step": step + 1,
+        "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
+        "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
+        "turns": float(np.mean([len(t.turns) for t in ok])) if ok else 0.0,
+        "trajectories": len(trajs),
+        "failed": s.n_failed,
+        "trained_on": len(chosen),
+        "zero_variance_share": s.n_zero_variance_groups / max(s.n_groups, 1),
+        "zero_advantage_share": s.n_zero_advantage_groups / max(s.n_groups, 1),
+        "adv_std": s.adv_std,
+        "kl": update.get("kl", 0.0),
+        "approx_kl": update.get("approx_kl", 0.0),
+        "entropy": update.get("entropy", 0.0),
+        "clip_frac": update.get("clip_frac", 0.0),
+        "loss": update.get("loss", 0.0),
+        "grad_norm": update.get("grad_norm", 0.0),
+        "lr": update.get("lr", 0.0),
+        "skipped_update": not chosen,
+        "rollout_tokens_per_s": rollout_stats.completion_tokens / max(t1 - t0, 1e-9),
+        "update_tokens_per_s": update.get("tokens", 0.0) / max(t3 - t2, 1e-9),
+        "time_rollout_s": t1 - t0,
+        "time_credit_s": t2 - t1,
+        "time_update_s": t3 - t2,
+        "time_sync_s": t4 - t3,
+    }
+    for kind, count in rollout_stats.failures.items():
+        record[f"failures/{kind.value}"] = count
+    return record
+
+
+def _credit_state(run: RunParts) -> dict[str, Any]:
+    hook = run.credit_inputs
+    return {"credit_inputs": hook.state_dict()} if hook is not None and hasattr(hook, "state_dict") else {}
+
+
+def train(
+    run: RunParts,
+    cfg: LoopConfig,
+    out_dir: str | Path,
+    resume: bool = True,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Run the loop to `cfg.steps`, resuming from the newest checkpoint in `out_dir/checkpoints`.
+
+    Args:
+        run: the objects to drive.
+        cfg: the loop settings.
+        out_dir: metrics.jsonl and checkpoints/ go here.
+        resume: continue from the newest checkpoint when there is one.
+        on_step: called with each step's metrics record (e.g. a progress bar).
+        stop_after: end after this many steps of this call (tests of interrupted runs).
+
+    Returns:
+        A summary: steps, held-out success before/after, first/last training success, wall time.
+    """
+    out = Path(out_dir)
+    ckpt_dir = out / "checkpoints"
+    log = MetricsLog(out)
+    model, trainer = run.trainer.model, run.trainer
+    seeded = run.rollouts.policy if isinstance(run.rollouts.policy, SeededPolicy) else None
+    state: dict[str, Any] = {"step": 0, "before": None}
+    found = checkpoint.latest(ckpt_dir) if resume else None
+    if found is not None:
+        state = checkpoint.load(found, model, trainer.optimizer, trainer.scheduler)
+        trainer.step = state["step"]
+        if seeded is not None:
+            seeded.calls = state["sampling_calls"]
+        if run.credit_inputs is not None and "credit_inputs" in state.get("torch_extra", {}):
+            run.credit_inputs.load_state_dict(state["torch_extra"]["credit_inputs"])  # type: ignore[attr-defined]
+        sync_weights(run.rollouts.policy, model)
+        log.truncate(state["step"])
+        logger.info("resumed from %s (step %d)", found, state["step"])
+    else:
+        log.truncate(0)
+    test_seeds = list(range(cfg.test_seed_start, cfg.test_seed_start + cfg.eval_tasks))
+    if state["before"] is None and run.eval_rollouts is not None and cfg.eval_tasks:
+        state["before"] = evaluate(run.eval_rollouts, test_seeds)
+    start_wall = time.perf_counter()
+    done = state["step"]
+    for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
+        record = step_once(run, cfg, step)
+        log.write(record)
+        if on_step is not None:
+            on_step(record)
+        done = step + 1
+        if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
+            checkpoint.save(
+                ckpt_dir,
+                done,
+                model,
+                trainer.optimizer,
+                trainer.scheduler,
+                extra={"before": state["before"], "sampling_calls": seeded.calls if seeded else 0},
+                keep=cfg.keep_checkpoints,
+                torch_extra=_credit_state(run),
+            )
+        if stop_after is not None and done_here >= stop_after:
+            break
+    log.close()
+    records = log.read()
+    finished = done >= cfg.steps
+    after = None
+    if finished and run.eval_rollouts is not None and cfg.eval_tasks:
+        after = evaluate(run.eval_rollouts, test_seeds)
+    return {
+        "steps": len(records),
+        "before": state["before"],
+        "after": after,
+        "train_success_first": records[0]["success"] if records else None,
+        "train_success_last": float(np.mean([r["success"] for r in records[-3:]])) if records else None,
+        "wall_s": time.perf_counter() - start_wall,
+        "records": records,
+    }

@@ -1,0 +1,174 @@
+"""The training loop's pieces on the tiny model and the toy Counter env: seeds, weight sync, metrics,
+failed and zero-variance trajectories kept out of the loss, and one real step end to end."""
+
+import asyncio
+import copy
+import json
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import rlgym_llm  # noqa: E402
+from rlgym_llm.rollout.hf_policy import TransformersPolicy  # noqa: E402
+from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager  # noqa: E402
+from rlgym_llm.rollout.policy import SamplingParams  # noqa: E402
+from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy  # noqa: E402
+from rlgym_llm.train.loop import LoopConfig, RunParts, SeededPolicy, step_once, sync_weights, task_seeds  # noqa: E402
+from rlgym_llm.train.metrics import MetricsLog  # noqa: E402
+from rlgym_llm.train.trainer import LossConfig, PolicyTrainer  # noqa: E402
+
+ENV = "test/LoopCounter-v0"
+
+
+@pytest.fixture(scope="module")
+def parts(tiny_model_dir, tiny_tokenizer):
+    from rlgym_agents.tool_calling import ToolCallingAgent
+
+    if ENV not in rlgym_llm.list_envs():
+        rlgym_llm.register(ENV, "rlgym_llm.testing.toy:CounterEnv", max_turns=2)
+    torch.manual_seed(0)
+    policy = TransformersPolicy.from_pretrained(str(tiny_model_dir))
+    return policy, ToolCallingAgent(tiny_tokenizer)
+
+
+def _scripted(tokenizer):
+    """Plays Counter well on two of every three calls and submits at once on the third, so groups
+    get different rewards."""
+    calls = iter(range(10**6))
+
+    def respond(prompt: str) -> str:
+        target = int(re.findall(r"to exactly (\d+)", prompt)[0])
+        done = "counter = " in prompt.rsplit("<|im_start|>user", 1)[-1]
+        if next(calls) % 3 == 2 or done:
+            return '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+        return '<tool_call>{"name": "add", "arguments": {"amount": ' + str(target) + "}}</tool_call>"
+
+    class Synced(ScriptedPolicy):
+        syncs = 0
+
+        def sync_weights(self, model):  # a scripted engine has no weights; count the calls
+            self.syncs += 1
+
+    return Synced(tokenizer, respond)
+
+
+def _run(parts, inner=None, group_size=2, scripted=True):
+    policy, agent = parts
+    model = copy.deepcopy(policy.model)
+    own = _scripted(policy.tokenizer) if scripted else TransformersPolicy(model, policy.tokenizer)
+    config = RolloutConfig(
+        group_size=group_size,
+        max_turns=2,
+        max_context=512,
+        sampling=SamplingParams(max_tokens=24 if scripted else 6),
+        token_check="off",
+        env_in_thread=False,
+    )
+    engine = SeededPolicy(inner(own) if inner else own, base=0)
+    manager = RolloutManager(ENV, agent, engine, config, env_kwargs={"max_target": 2})
+    trainer = PolicyTrainer(model, LossConfig(recompute_old_logp=True), micro_batch_size=4)
+    return RunParts(manager, trainer, pad_id=policy.pad_id), model
+
+
+class _Recorder:
+    def __init__(self):
+        self.seeds = []
+
+    async def generate(self, ids, sampling):
+        self.seeds.append(sampling.seed)
+        return "ok"
+
+
+def test_seeded_policy_gives_every_call_its_own_seed_and_counts():
+    inner = _Recorder()
+    policy = SeededPolicy(inner, base=100)
+    for _ in range(3):
+        assert asyncio.run(policy.generate([1], SamplingParams())) == "ok"
+    assert inner.seeds == [100, 101, 102] and policy.calls == 3
+
+
+def test_task_seeds_are_a_function_of_the_step():
+    cfg = LoopConfig(steps=5, tasks_per_step=3, credit_method="grpo", train_seed_start=10)
+    assert task_seeds(cfg, 0) == [10, 11, 12] and task_seeds(cfg, 2) == [16, 17, 18]
+
+
+def test_sync_weights_shares_copies_or_delegates(parts):
+    policy, _ = parts
+    model = copy.deepcopy(policy.model).train()
+    shared = TransformersPolicy(model, policy.tokenizer)
+    sync_weights(SeededPolicy(shared, 0), model)
+    assert not model.training  # shared weights: only back to eval mode
+
+    other = TransformersPolicy(copy.deepcopy(policy.model), policy.tokenizer)
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    sync_weights(other, model)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), other.model.parameters()))
+
+    class Remote:
+        synced = None
+
+        def sync_weights(self, m):
+            self.synced = m
+
+    remote = Remote()
+    sync_weights(SeededPolicy(remote, 0), model)
+    assert remote.synced is model
+
+
+def test_metrics_log_truncates_to_the_resumed_step(tmp_path):
+    log = MetricsLog(tmp_path, tensorboard=False)
+    for step in (1, 2, 3):
+        log.write({"step": step, "reward": step / 10, "nan": float("nan")})
+    log.truncate(2)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and rows[0]["nan"] is None
+
+
+def test_one_step_end_to_end_changes_the_weights_and_reports_every_metric(parts):
+    run, model = _run(parts)
+    before = [p.detach().clone() for p in model.parameters()]
+    cfg = LoopConfig(steps=1, tasks_per_step=2, credit_method="turn_grpo", filter_zero_variance=False)
+    record = step_once(run, cfg, 0)
+    assert record["trajectories"] == 4 and record["trained_on"] == 4 and not record["skipped_update"]
+    assert 0 < record["success"] < 1 and record["zero_variance_share"] < 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert run.rollouts.policy.inner.syncs == 1
+    for key in (
+        "reward",
+        "success",
+        "zero_variance_share",
+        "kl",
+        "entropy",
+        "clip_frac",
+        "rollout_tokens_per_s",
+        "update_tokens_per_s",
+        "time_rollout_s",
+        "time_credit_s",
+        "time_update_s",
+    ):
+        assert np.isfinite(record[key]), key
+    assert record["entropy"] > 0
+
+
+def test_failed_trajectories_are_counted_and_left_out_of_the_loss(parts):
+    # The first generate call of the batch fails for good: one episode fails, the rest train.
+    run, _ = _run(parts, inner=lambda p: FaultyPolicy(p, {0: ValueError("bad output")}))
+    cfg = LoopConfig(steps=1, tasks_per_step=2, credit_method="grpo", filter_zero_variance=False)
+    record = step_once(run, cfg, 0)
+    assert record["failed"] == 1 and record["trained_on"] == 3
+    assert record["failures/engine"] == 1  # raised by the engine call: the manager classes it so
+
+
+def test_zero_variance_groups_are_filtered_out(parts):
+    # The untrained model never solves the task: every group has equal rewards, so GRPO gives
+    # zero advantages and the filter leaves nothing to train on.
+    run, model = _run(parts, scripted=False)
+    before = [p.detach().clone() for p in model.parameters()]
+    cfg = LoopConfig(steps=1, tasks_per_step=2, credit_method="grpo", filter_zero_variance=True)
+    record = step_once(run, cfg, 0)
+    assert record["zero_variance_share"] == 1.0 and record["trained_on"] == 0 and record["skipped_update"]
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
