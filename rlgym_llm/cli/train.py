@@ -193,6 +193,11 @@ def run_train(args: argparse.Namespace) -> int:
         save_every=t.save_every,
         keep_checkpoints=t.keep_checkpoints,
     )
+    from rlgym_llm.train import checkpoint
+
+    found = checkpoint.latest(setup.out / "checkpoints") if cfg.resume else None
+    if found is not None:
+        console.print(f"resuming from {found}")
     try:
         with _StepBar(t.steps, cfg.progress, console) as bar:
             summary = train(run, loop_cfg, setup.out, resume=cfg.resume, on_step=bar)

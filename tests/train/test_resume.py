@@ -1,0 +1,81 @@
+"""Kill-and-resume: `rlgym train` killed (SIGKILL) after a checkpoint and run again gives the same
+metrics and the same final weights as an uninterrupted run (slow tier)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
+
+# Small and fast; the entropy bonus makes every step change the weights even when a group's
+# rewards are all equal, so equal weights after the resume are not a no-op.
+ARGS = [
+    "sft.enabled=false",
+    "trainer.steps=4",
+    "trainer.tasks_per_step=2",
+    "trainer.group_size=3",
+    "trainer.save_every=1",
+    "trainer.keep_checkpoints=5",
+    "trainer.eval_tasks=2",
+    "trainer.entropy_coef=0.01",
+    "trainer.filter_zero_variance=false",
+    "trainer.lr=1e-3",
+    "trainer.threads=1",
+    "env.max_turns=2",
+    "policy.max_context=256",
+    "policy.sampling.max_tokens=10",
+    "progress=false",
+]
+TIMING = ("time_", "tokens_per_s")
+
+
+def _command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS]
+
+
+def _metrics(out: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.startswith(TIMING) and not k.endswith(TIMING)} for r in rows]
+
+
+def _weights(out: Path, step: int) -> dict:
+    return torch.load(out / "checkpoints" / f"step_{step:06d}" / "trainer.pt", weights_only=False)["model"]
+
+
+def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir):
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    subprocess.run(_command(straight), check=True, env=env, capture_output=True, timeout=600)
+
+    proc = subprocess.Popen(_command(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = killed / "checkpoints" / "step_000002" / "state.json"
+    deadline = time.monotonic() + 600
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "checkpoints" / "step_000004").exists()
+
+    resumed = subprocess.run(_command(killed), env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from" in resumed.stderr and "step_000002" in resumed.stderr
+
+    assert _metrics(killed) == _metrics(straight)
+    assert [r["step"] for r in _metrics(killed)] == [1, 2, 3, 4]
+    final_a, final_b = _weights(straight, 4), _weights(killed, 4)
+    assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
+    # the run did train after the resume point: the weights moved from step 2 to step 4
+    mid = _weights(straight, 2)
+    assert any(not torch.equal(mid[k], final_a[k]) for k in mid)
+    summary_a = json.loads((straight / "summary.json").read_text())
+    summary_b = json.loads((killed / "summary.json").read_text())
+    assert summary_a["before"] == summary_b["before"] and summary_a["after"] == summary_b["after"]
