@@ -34,6 +34,10 @@ from rlgym_llm.rollout.policy import Completion, SamplingParams
 
 logger = logging.getLogger(__name__)
 
+# Idle pooled connections are dropped before vLLM's server drops them (its keep-alive is 5 s): reusing
+# one the server is closing at that moment fails the request ("Cannot write to closing transport").
+_KEEPALIVE_S = 4.0
+
 # vLLM's phrasing when prompt + max_tokens do not fit in `--max-model-len`.
 _CONTEXT_MARKERS = ("maximum context length",)
 
@@ -165,7 +169,9 @@ class OpenAICompatiblePolicy:
             if self._session is not None and self._loop is not loop:
                 # A session cannot outlive its loop (e.g. two `asyncio.run` calls); start afresh.
                 logger.debug("event loop changed; opening a new HTTP session")
-            connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections)
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections, limit_per_host=self.max_connections, keepalive_timeout=_KEEPALIVE_S
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s),
