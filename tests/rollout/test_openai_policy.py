@@ -342,7 +342,7 @@ class CrashingGuessEnv(GuessNumberEnv):
 
 
 rlgym_llm.register("test/OpenAIGuess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
-rlgym_llm.register("test/OpenAICrashingGuess-v0", CrashingGuessEnv, max_turns=10)
+rlgym_llm.register("faults/OpenAICrashingGuess-v0", CrashingGuessEnv, max_turns=10)
 
 
 MAX_TURNS = 4
@@ -431,7 +431,7 @@ async def test_manager_classifies_env_crashes_and_engine_failures_apart(fake_ser
     numbers = _numbers(seeds)
     config = RolloutConfig(max_turns=MAX_TURNS, sampling=SamplingParams(max_tokens=64), retries=0)
     async with _policy(fake_server, retries=1) as policy:
-        manager = RolloutManager("test/OpenAICrashingGuess-v0", ToolCallingAgent(tokenizer), policy, config)
+        manager = RolloutManager("faults/OpenAICrashingGuess-v0", ToolCallingAgent(tokenizer), policy, config)
         trajectories = await manager.run(list(seeds))
 
     assert len(trajectories) == len(numbers)
