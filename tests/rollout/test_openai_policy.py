@@ -341,7 +341,7 @@ class CrashingGuessEnv(GuessNumberEnv):
         return super().respond(turn)
 
 
-rlgym_llm.register("test/OpenAIGuess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
+rlgym_llm.register("faults/OpenAIGuess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
 rlgym_llm.register("faults/OpenAICrashingGuess-v0", CrashingGuessEnv, max_turns=10)
 
 
@@ -401,7 +401,7 @@ async def test_manager_batch_survives_permanent_engine_failures(fake_server, tok
         group_size=2, max_turns=MAX_TURNS, sampling=SamplingParams(max_tokens=64), retries=0, call_timeout_s=5
     )
     async with _policy(fake_server, retries=2) as policy:
-        manager = RolloutManager("test/OpenAIGuess-v0", ToolCallingAgent(tokenizer), policy, config)
+        manager = RolloutManager("faults/OpenAIGuess-v0", ToolCallingAgent(tokenizer), policy, config)
         trajectories = await manager.run(list(seeds))
 
     assert len(trajectories) == len(expected)  # count in == count out
