@@ -169,7 +169,7 @@ def test_greedy_multi_turn_trajectories_match_the_transformers_policy(server, hf
     from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager
     from rlgym_llm.rollout.policy import SamplingParams
 
-    rlgym_llm.register("test/VLLMGuess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
+    rlgym_llm.register("vllmtest/Guess-v0", "rlgym_llm.testing.toy:GuessNumberEnv", max_turns=10)
     agent = ToolCallingAgent(hf_policy.tokenizer)
     config = RolloutConfig(
         group_size=2, max_turns=3, sampling=SamplingParams(max_tokens=48, temperature=0), token_check="strict"
@@ -177,7 +177,7 @@ def test_greedy_multi_turn_trajectories_match_the_transformers_policy(server, hf
     seeds = [0, 1, 2]
 
     async def rollouts(policy):
-        return await RolloutManager("test/VLLMGuess-v0", agent, policy, config).run(seeds)
+        return await RolloutManager("vllmtest/Guess-v0", agent, policy, config).run(seeds)
 
     async def served():
         async with _openai_policy(server) as policy:
