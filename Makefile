@@ -34,9 +34,9 @@ format:
 	ruff format .
 	ruff check --fix .
 
-demo:  ## check the Math env from the shell, then play the single-file custom-env example
-	rlgym check-env rlgym/Math-v0
-	$(PY) examples/custom_env.py
+demo:  ## the main job: tiny model, SFT warm-up, then turn-level GRPO on a multi-turn env (~5 min on 2 cores)
+	rm -rf runs/demo
+	rlgym train out_dir=runs/demo
 
 bench:
 	$(PY) benchmarks/sandbox_latency.py

@@ -152,7 +152,8 @@ def run_train(args: argparse.Namespace) -> int:
         model = build.add_lora(model, t.lora)
     ref_model = None
     if t.kl_coef > 0:
-        ref_model, _ = build.load_model(setup.out / "sft_model" if cfg.sft.enabled else setup.folder)
+        start_from = Path(cfg.sft.init) if cfg.sft.init else setup.out / "sft_model" if cfg.sft.enabled else None
+        ref_model, _ = build.load_model(start_from or setup.folder)  # the policy RL starts from
     policy = build.build_policy(cfg.policy, model, setup.tokenizer, setup.folder, t.lora.r if t.lora.enabled else None)
     trainer = PolicyTrainer(
         model,
@@ -210,9 +211,17 @@ def run_train(args: argparse.Namespace) -> int:
     after = (summary["after"] or {}).get("success")
     curve = learning_curve(records, setup.out / "curve.png", title, before, after) if records else None
     summary.update(sft=sft_info, total_wall_s=time.perf_counter() - start, out_dir=str(setup.out))
+    summary["cpu_s"] = _cpu_seconds()  # wall time depends on what else runs; CPU time does not
     (setup.out / "summary.json").write_text(json.dumps(summary, indent=1))
     _print_summary(cfg, summary, curve)
     return 0
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _print_summary(cfg: TrainConfig, summary: dict[str, Any], curve: Path | None) -> None:
@@ -226,7 +235,7 @@ def _print_summary(cfg: TrainConfig, summary: dict[str, Any], curve: Path | None
     first, last = summary["train_success_first"], summary["train_success_last"]
     if first is not None:
         print(f"  training success: first step {first:.3f}, mean of the last 3 steps {last:.3f}")
-    print(f"  wall time: {summary['total_wall_s']:.0f} s")
+    print(f"  wall time: {summary['total_wall_s']:.0f} s (CPU time {summary['cpu_s']:.0f} s)")
     out = Path(summary["out_dir"])
     print(f"  outputs: {out / 'metrics.jsonl'}, {out / 'checkpoints'}, {curve or '(no curve)'}, {out / 'summary.json'}")
 

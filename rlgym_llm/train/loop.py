@@ -157,10 +157,10 @@ def evaluate(manager: RolloutManager, seeds: Sequence[int]) -> dict[str, float]:
 def step_once(run: RunParts, cfg: LoopConfig, step: int) -> dict[str, Any]:
     """One training step; returns its metrics record."""
     # 1. collect: G samples per task, identical seeds within a group
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     trajs = run.rollouts.run_sync(task_seeds(cfg, step))
     rollout_stats = run.rollouts.stats
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
 
     # 2. assign credit: per-turn advantages, broadcast to completion tokens
     extra = run.credit_inputs(trajs) if run.credit_inputs is not None else {}
@@ -169,13 +169,13 @@ def step_once(run: RunParts, cfg: LoopConfig, step: int) -> dict[str, Any]:
     keep = credit.keep & usable if cfg.filter_zero_variance else usable
     chosen = [t for t, k in zip(trajs, keep) if k]
     token_adv = [a for a, k in zip(credit.token_advantages(trajs), keep) if k]
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
 
     # 3. update: one optimizer step over the kept trajectories (micro-batched)
     update: dict[str, float] = {}
     if chosen:
         update = run.trainer.update(TrainBatch.from_trajectories(chosen, token_adv, run.pad_id))
-    t3 = time.perf_counter()
+    t3, c3 = time.perf_counter(), time.process_time()
 
     # 4. sync: the engine samples the next batch from the new weights
     if chosen:
@@ -209,6 +209,9 @@ def step_once(run: RunParts, cfg: LoopConfig, step: int) -> dict[str, Any]:
         "time_credit_s": t2 - t1,
         "time_update_s": t3 - t2,
         "time_sync_s": t4 - t3,
+        # CPU seconds of this process: unlike wall time, they do not grow when other programs compete
+        "cpu_rollout_s": c1 - c0,
+        "cpu_update_s": c3 - c2,
     }
     for kind, count in rollout_stats.failures.items():
         record[f"failures/{kind.value}"] = count

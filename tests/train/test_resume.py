@@ -34,7 +34,7 @@ ARGS = [
     "policy.sampling.max_tokens=10",
     "progress=false",
 ]
-TIMING = ("time_", "tokens_per_s")
+TIMING = ("time_", "cpu_", "tokens_per_s")
 
 
 def _command(out: Path) -> list[str]:
