@@ -12,7 +12,8 @@ Rounds alternate in ABBA order (manager, raw, raw, manager, ...) so background l
     python benchmarks/rollout_vllm.py                      # 8 tasks x 4 samples, 4 turns, 64 tokens, 6 rounds
     python benchmarks/rollout_vllm.py --tasks 8 --rounds 2
 
-Needs the vLLM venv (`make vllm-env`). Writes benchmarks/results/rollout_vllm.{json,md}.
+Needs the vLLM venv (`make vllm-env`). Writes benchmarks/results/rollout_vllm.{json,md}; a hand-written
+`## Analysis` section already in the .md is kept below the new numbers.
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ async def run_raw(server: VLLMServer, chains: list[list[Request]], concurrency: 
                 tokens += len(payload["choices"][0]["token_ids"])
                 done.append((prompt, sp, start, time.perf_counter()))
 
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    # As the policy does: idle connections go before the server's 5 s keep-alive closes them.
+    connector = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=4.0)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
         start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(chain(session, c) for c in chains))
@@ -292,4 +294,8 @@ if __name__ == "__main__":  # vLLM-facing scripts need the guard
     if not args.no_write:
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "rollout_vllm.json").write_text(json.dumps({**result, "args": vars(args)}, indent=2))
-        (RESULTS / "rollout_vllm.md").write_text(text)
+        md = RESULTS / "rollout_vllm.md"
+        # A hand-written analysis below the numbers survives re-runs.
+        previous = md.read_text() if md.exists() else ""
+        analysis = previous[previous.index("## Analysis") :] if "## Analysis" in previous else ""
+        md.write_text(text + ("\n" + analysis if analysis else ""))
