@@ -46,10 +46,10 @@ class EnvSpec:
     name: str
     env: list[str]
     methods: tuple[str, ...]
-    steps: int = 8
+    steps: int = 6
     tasks_per_step: int = 4
     group_size: int = 4
-    eval_tasks: int = 16
+    eval_tasks: int = 8
     sft: list[str] = field(default_factory=lambda: ["sft.episodes=128", "sft.steps=40", "sft.batch_size=8"])
     paper: str = ""
 
@@ -97,6 +97,10 @@ ENVS: dict[str, EnvSpec] = {
         "gui",
         ["env=gui", "+env.kwargs.task_apps=[settings]", "env.max_turns=8", "policy.max_context=2048"],
         ("grpo", "spa", "gigpo"),
+        # twice the turns of Search and longer screens: a smaller batch keeps the grid inside the hour
+        steps=4,
+        tasks_per_step=2,
+        eval_tasks=4,
         paper="GiGPO (step groups) and SPA-RL (step attribution) target ALFWorld/WebShop-style app navigation",
     ),
 }
@@ -173,7 +177,29 @@ def grid(envs: list[str], jobs: int) -> None:
     ]
     print(f"{len(todo)} runs to do", flush=True)
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(lambda job: _run(train_cmd(*job), run_dir(job[0].name, job[1], job[2]) / "log.txt"), todo))
+        list(pool.map(lambda job: _locked_run(*job), todo))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _locked_run(spec: EnvSpec, method: str, seed: int) -> None:
+    """Run one grid cell unless another grid process holds it (several grids may share an env)."""
+    path = run_dir(spec.name, method, seed)
+    lock = path / "running.pid"
+    if (lock.exists() and _alive(int(lock.read_text() or 0))) or is_complete(path, spec.steps):
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    lock.write_text(str(os.getpid()))
+    try:
+        _run(train_cmd(spec, method, seed), path / "log.txt")
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 # --- report ---------------------------------------------------------------------------------------
