@@ -1,0 +1,27 @@
+"""`rlgym train` / `rlgym sft` at the shell boundary: bad configs exit 2 listing every problem, the
+composed config can be printed, and an env without an oracle cannot be warmed up."""
+
+from rlgym_llm.cli.main import main
+
+
+def test_a_bad_config_exits_2_and_lists_every_problem(capsys):
+    assert main(["train", "trainer.stepz=3", "trainer.lora.rr=2"]) == 2
+    err = capsys.readouterr().err
+    assert "2 problem(s)" in err and "did you mean `trainer.steps`?" in err and "`trainer.lora.r`" in err
+
+
+def test_credit_parameters_are_checked_with_the_config(capsys):
+    assert main(["train", "credit=gated", "credit.params.tau_typo=0.5", "trainer.group_size=1"]) == 2
+    err = capsys.readouterr().err
+    assert "gated has no parameter 'tau_typo'" in err and "trainer.group_size=8" in err
+
+
+def test_print_config_shows_the_composed_run(capsys):
+    assert main(["train", "--print-config", "credit=gigpo", "env=gui"]) == 0
+    out = capsys.readouterr().out
+    assert "method: gigpo" in out and "id: rlgym/GUI-v0" in out
+
+
+def test_sft_needs_an_oracle(capsys):
+    assert main(["sft", "env=swe", "sft.enabled=false"]) == 2
+    assert "needs an oracle" in capsys.readouterr().err
