@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field
@@ -53,6 +52,7 @@ class EvalConfig:
         progress: show a progress bar.
         episode_timeout_s: limit for one episode (generation and env steps); past it the episode
             is recorded as failed.
+        call_timeout_s: limit for one generate call (a batch of turns on a local model).
         threads: torch CPU threads for a local model (null: torch's default). On a machine shared
             with other jobs, 1 avoids OpenMP threads spinning against each other.
     """
@@ -74,6 +74,7 @@ class EvalConfig:
     save_trajectories: bool = True
     progress: bool = True
     episode_timeout_s: float = 600.0
+    call_timeout_s: float = 120.0
     threads: int | None = None
 
 
@@ -101,8 +102,8 @@ def check_eval(cfg: EvalConfig) -> list[str]:
         p.append("`policy.max_context` must exceed `policy.sampling.max_tokens`")
     if cfg.policy.backend == "openai" and not cfg.policy.base_url:
         p.append("`policy=openai` needs policy.base_url=http://HOST:PORT/v1")
-    if cfg.episode_timeout_s <= 0:
-        p.append(f"`episode_timeout_s={cfg.episode_timeout_s}` must be > 0")
+    if cfg.episode_timeout_s <= 0 or cfg.call_timeout_s <= 0:
+        p.append("`episode_timeout_s` and `call_timeout_s` must be > 0")
     if cfg.threads is not None and cfg.threads < 1:
         p.append(f"`threads={cfg.threads}` must be >= 1 (or null for torch's default)")
     if cfg.policy.backend != "hf" and cfg.checkpoint:
@@ -141,28 +142,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _evaluate(cfg: EvalConfig) -> Any:
-    from rlgym_agents.tool_calling import ToolCallingAgent
+    from dataclasses import replace
+
+    from rlgym_llm.cli import build
     from rlgym_llm.eval.runner import aevaluate
-    from rlgym_llm.rollout.manager import RolloutConfig
-    from rlgym_llm.rollout.policy import SamplingParams
     from rlgym_llm.rollout.progress import RolloutProgress
     from rlgym_llm.rollout.store import TrajectoryWriter
 
-    env_kwargs = _env_kwargs(cfg)
-    s = cfg.policy.sampling
-    rollout = RolloutConfig(
-        max_turns=cfg.env.max_turns,
-        max_context=cfg.policy.max_context,
-        sampling=SamplingParams(
-            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=None
-        ),
-        concurrency=cfg.policy.concurrency,
-        episode_timeout_s=cfg.episode_timeout_s,
-        token_check=cfg.agent.token_check,  # type: ignore[arg-type]  # validated against _CHOICES
-    )
-    model_dir = _model_dir(cfg.policy.model)
-    async with _policy(cfg, model_dir) as (policy, tokenizer):
-        agent = ToolCallingAgent(tokenizer, system_prompt=cfg.agent.system_prompt, full_history=cfg.agent.full_history)
+    folder = build.model_dir(cfg.policy)
+    rollout = build.rollout_config(cfg.policy, cfg.env, cfg.agent, cfg.samples, cfg.policy.sampling.temperature)
+    rollout = replace(rollout, episode_timeout_s=cfg.episode_timeout_s, call_timeout_s=cfg.call_timeout_s)
+    async with _Engine(cfg, folder) as (policy, tokenizer):
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
         writer = TrajectoryWriter(_fresh(Path(cfg.out_dir) / "trajectories.jsonl")) if cfg.save_trajectories else None
         progress = RolloutProgress(cfg.tasks * cfg.samples, "eval") if cfg.progress else None
@@ -170,13 +160,13 @@ async def _evaluate(cfg: EvalConfig) -> Any:
             if progress is not None:
                 progress.__enter__()
             result = await aevaluate(
-                cfg.env.id,
-                agent,
+                build.env_factory(cfg.env, cfg.sandbox),
+                build.build_agent(cfg.agent, tokenizer),
                 policy,
+                env_id=cfg.env.id,
                 seeds=range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.tasks),
                 samples=cfg.samples,
                 rollout=rollout,
-                env_kwargs=env_kwargs,
                 policy_name=cfg.label or _label(cfg),
                 ks=cfg.ks,
                 success_threshold=cfg.success_threshold,
@@ -191,7 +181,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
                 progress.__exit__(None, None, None)
             if writer is not None:
                 writer.close()
-    result.config.update({"eval": _plain(asdict(cfg)), "model_dir": str(model_dir)})
+    result.config.update({"eval": _plain(asdict(cfg)), "model_dir": str(folder)})
     return result
 
 
@@ -211,89 +201,38 @@ def _label(cfg: EvalConfig) -> str:
     return name if cfg.policy.backend == "hf" else f"{name} ({cfg.policy.backend})"
 
 
-def _env_kwargs(cfg: EvalConfig) -> dict[str, Any]:
-    """The env's constructor arguments; registers `env.entry_point` first when the id is unknown."""
-    import gymnasium
+class _Engine:
+    """Async context manager: (policy, tokenizer) of the configured backend, stopped and closed on exit."""
 
-    import rlgym_llm
-
-    if cfg.env.entry_point and cfg.env.id not in gymnasium.registry:
-        rlgym_llm.register(cfg.env.id, cfg.env.entry_point, max_turns=cfg.env.max_turns)
-    kwargs = dict(cfg.env.kwargs)
-    if cfg.env.sandbox_kwarg:
-        kwargs[cfg.env.sandbox_kwarg] = cfg.sandbox.backend
-    return kwargs
-
-
-def _model_dir(model: str) -> Path:
-    """`tiny` and `smollm2` are built (once, cached); anything else must be a Hugging Face folder."""
-    if model == "tiny":
-        from rlgym_llm.rollout.tiny_model import build_tiny_model
-
-        return build_tiny_model()
-    if model == "smollm2":
-        from rlgym_llm.rollout.smollm2 import build_smollm2
-
-        return build_smollm2()
-    path = Path(model).expanduser()
-    if not (path / "config.json").exists():
-        from rlgym_llm.core.errors import ConfigError
-
-        raise ConfigError([f"`policy.model={model}` is not tiny, smollm2 or a Hugging Face folder (no config.json)"])
-    return path
-
-
-class _policy:
-    """Async context manager: (policy, tokenizer) for the configured backend, cleaned up on exit."""
-
-    def __init__(self, cfg: EvalConfig, model_dir: Path):
-        self.cfg, self.model_dir = cfg, model_dir
-        self._server: Any = None
-        self._policy: Any = None
+    def __init__(self, cfg: EvalConfig, folder: Path):
+        self.cfg, self.folder = cfg, folder
+        self.policy: Any = None
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        from transformers import AutoTokenizer
+        from rlgym_llm.cli import build
 
-        cfg, pol = self.cfg, self.cfg.policy
-        tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
-        if pol.backend == "hf":
+        cfg = self.cfg
+        if cfg.policy.backend == "hf":
             import torch
-
-            from rlgym_llm.rollout.hf_policy import TransformersPolicy
 
             if cfg.threads is not None:
                 torch.set_num_threads(cfg.threads)
-
-            self._policy = TransformersPolicy.from_pretrained(
-                str(self.model_dir), max_batch_size=pol.max_batch_size, max_context=pol.max_context
-            )
+            model, tokenizer = build.load_model(self.folder)
             if cfg.checkpoint:
-                self._policy.model = _load_checkpoint(self._policy.model, Path(cfg.checkpoint))
-            return self._policy, tokenizer
-        from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+                model = _load_checkpoint(model, Path(cfg.checkpoint))
+        else:  # the engine holds the weights: only the tokenizer is needed here
+            from transformers import AutoTokenizer
 
-        base_url = pol.base_url
-        if pol.backend == "vllm":
-            from rlgym_llm.rollout.vllm_server import VLLMServer
-
-            self._server = VLLMServer(self.model_dir, max_model_len=pol.max_context)
-            await asyncio.to_thread(self._server.start)
-            base_url = self._server.base_url
-        assert base_url is not None  # check_eval requires it for openai
-        self._policy = OpenAICompatiblePolicy(
-            base_url,
-            model=pol.served_model,
-            max_context=pol.max_context,
-            max_connections=pol.concurrency,
-            api_key=os.environ.get(pol.api_key_env),
-        )
-        return self._policy, tokenizer
+            model, tokenizer = None, AutoTokenizer.from_pretrained(self.folder)
+        # vllm starts its server here (blocking until healthy): keep the event loop free meanwhile.
+        self.policy = await asyncio.to_thread(build.build_policy, cfg.policy, model, tokenizer, self.folder)
+        return self.policy, tokenizer
 
     async def __aexit__(self, *exc: Any) -> None:
-        if self._policy is not None and hasattr(self._policy, "close"):
-            await self._policy.close()
-        if self._server is not None:
-            await asyncio.to_thread(self._server.stop)
+        if hasattr(self.policy, "close"):
+            await self.policy.close()
+        if hasattr(self.policy, "stop"):
+            await asyncio.to_thread(self.policy.stop)
 
 
 def _load_checkpoint(model: Any, path: Path) -> Any:

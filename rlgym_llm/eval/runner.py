@@ -250,6 +250,7 @@ async def aevaluate(
     samples: int,
     rollout: RolloutConfig | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    env_id: str | None = None,
     policy_name: str = "",
     ks: Iterable[int] = DEFAULT_KS,
     success_threshold: float = 1.0,
@@ -269,6 +270,7 @@ async def aevaluate(
         samples: n, episodes per task; they differ only by the policy's sampling.
         rollout: limits and sampling; its `group_size` is replaced by `samples`.
         env_kwargs: constructor arguments of a registered env.
+        env_id: the env's name in the result (default: `env` when it is an id).
         writer: optional JSONL sink for the trajectories.
         on_episode: optional callback per finished episode (a progress bar).
     """
@@ -279,7 +281,7 @@ async def aevaluate(
     result = summarize(
         trajectories,
         samples,
-        env_id=manager.env_id,
+        env_id=env_id or manager.env_id,
         policy=policy_name,
         ks=ks,
         success_threshold=success_threshold,
