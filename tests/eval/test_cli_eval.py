@@ -37,6 +37,7 @@ def test_greedy_with_several_samples_is_refused():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~1 min on 2 free cores; far more on a machine shared with other jobs
 def test_rlgym_eval_end_to_end_with_the_tiny_model(tmp_path, capsys, tiny_model_dir):
     out = tmp_path / "eval"
     args = ["env=counter", "tasks=3", "samples=4", "ks=[1,2,4]", "policy.sampling.max_tokens=24"]
