@@ -207,14 +207,17 @@ def _locked_run(spec: EnvSpec, method: str, seed: int) -> None:
 
 def _load(spec: EnvSpec, method: str) -> tuple[np.ndarray, list[dict], list[int]] | None:
     """(seeds x steps) training success, the summaries, and the seeds of the finished runs."""
-    rows, summaries, seeds = [], [], []
+    rows, summaries, seeds, extra = [], [], [], []
     for seed in SEEDS:
         path = run_dir(spec.name, method, seed)
         if not is_complete(path, spec.steps):
             continue
         records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
         rows.append([r["success"] for r in records[: spec.steps]])
-        summaries.append(json.loads((path / "summary.json").read_text()))
+        extra.append(records[: spec.steps])
+        summary = json.loads((path / "summary.json").read_text())
+        summary["records"] = extra[-1]
+        summaries.append(summary)
         seeds.append(seed)
     return (np.array(rows), summaries, seeds) if rows else None
 
@@ -237,6 +240,8 @@ def report(envs: list[str], window: int = 2) -> dict:
         spec = ENVS[name]
         env_out: dict = {"budget": spec.budget(), "sft": spec.sft, "overrides": spec.env, "paper": spec.paper}
         env_out["methods"] = {}
+        sft_file = sft_dir(name) / "sft_summary.json"
+        env_out["sft_summary"] = json.loads(sft_file.read_text()) if sft_file.exists() else None
         data = {m: _load(spec, m) for m in spec.methods}
         for method, loaded in data.items():
             if loaded is None:
@@ -259,6 +264,17 @@ def report(envs: list[str], window: int = 2) -> dict:
                 "heldout_before_mean": interval_estimate(before, mean, seed=0).to_dict(),
                 "heldout_after_mean": interval_estimate(after, mean, seed=0).to_dict(),
                 "wall_s_mean": float(np.mean([s["total_wall_s"] for s in summaries])),
+                # why a comparison can be degenerate: no update (all groups tie) or failed episodes
+                "updated_steps_share": float(
+                    np.mean([not r["skipped_update"] for s in summaries for r in s["records"]])
+                ),
+                "failed_episode_share": float(
+                    np.sum([r["failed"] for s in summaries for r in s["records"]])
+                    / max(np.sum([r["trajectories"] for s in summaries for r in s["records"]]), 1)
+                ),
+                "zero_variance_share": float(
+                    np.mean([r["zero_variance_share"] for s in summaries for r in s["records"]])
+                ),
             }
             if method != "grpo" and data.get("grpo") is not None:
                 g = data["grpo"][0][:, spec.steps // 2 :]  # type: ignore[index]
@@ -279,7 +295,9 @@ def write(results: dict, command: str) -> None:
     lines = [
         "# Learning benchmark: turn-level credit methods vs GRPO",
         "",
-        f"Regenerate: `{command}` ({results['generated']}; tiny model, 2 shared CPU cores).",
+        "Regenerate: `python benchmarks/learning/run.py` (= `make bench-learning`: warm-ups, runs, report;"
+        " resumable), or the tables alone from the runs on disk: `python benchmarks/learning/run.py report`.",
+        f"This file: `{command}`, {results['generated']}; tiny model, 2 CPU cores shared with other jobs.",
         "",
         "Each method starts from the same per-env SFT warm-up checkpoint and gets the same budget as GRPO on",
         "that env; only `credit=` and `seed=` differ. Success = share of episodes with reward > 0.",
@@ -288,13 +306,17 @@ def write(results: dict, command: str) -> None:
         "(mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps.",
         "",
     ]
+    lines += ["## Verdicts", ""] + [f"- {v}" for v in verdicts(results)] + [""]
     for name, env in results["envs"].items():
         lines += [f"## {name}", "", f"Why this env: {env['paper']}.", ""]
         lines += [f"Overrides: `{' '.join(env['overrides'])}`; budget: `{' '.join(env['budget'])}`;"]
-        lines += [f"warm-up: `{' '.join(env['sft'])}`.", ""]
+        sft = env.get("sft_summary") or {}
+        loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
+        lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
         lines += [
-            "| method | seeds | success step 1 | IQM success, last half | vs GRPO (diff, 95% CI) | held-out before | held-out after |",
-            "|---|---|---|---|---|---|---|",
+            "| method | seeds | success step 1 | IQM success, last half | vs GRPO (diff, 95% CI) | held-out before |"
+            " held-out after | steps with an update | failed episodes | tied groups |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, e in env["methods"].items():
             vs = e.get("vs_grpo_last_half")
@@ -303,12 +325,45 @@ def write(results: dict, command: str) -> None:
             )
             lines.append(
                 f"| {method} | {len(e['seeds'])} | {e['first_step_mean']:.3f} | {f(e['last_half_iqm'])} | {vs_s} | "
-                f"{f(e['heldout_before_mean'])} | {f(e['heldout_after_mean'])} |"
+                f"{f(e['heldout_before_mean'])} | {f(e['heldout_after_mean'])} | {e['updated_steps_share']:.2f} | "
+                f"{e['failed_episode_share']:.2f} | {e['zero_variance_share']:.2f} |"
             )
         lines.append("")
     lines += ["![IQM success vs training steps](learning.png)", ""]
     (RESULTS / "learning.md").write_text("\n".join(lines))
     plot(results)
+
+
+def verdicts(results: dict) -> list[str]:
+    """One plain sentence per env and method: beats GRPO, or not, and why the comparison may be empty."""
+    out = []
+    for name, env in results["envs"].items():
+        methods = env["methods"]
+        if not methods:
+            out.append(f"{name}: no finished run.")
+            continue
+        best = max(max(max(row) for row in e["success_per_step"]) for e in methods.values())
+        held = max(e["heldout_after_mean"]["point"] for e in methods.values())
+        if best == 0 and held == 0:
+            n = sum(len(e["seeds"]) for e in methods.values())
+            failed = max(e["failed_episode_share"] for e in methods.values())
+            out.append(
+                f"{name}: the tiny model never succeeded after the warm-up ({n} finished runs, every training step and "
+                f"held-out episode at 0 success"
+                + (f"; up to {failed:.0%} of a method's episodes failed on engine timeouts" if failed else "")
+                + "). GRPO's "
+                "groups all tie, so it never updates; no method can beat it here: no significant difference, by "
+                "construction."
+            )
+            continue
+        for method, e in methods.items():
+            if "vs_grpo_last_half" in e:
+                v = e["vs_grpo_last_half"]
+                out.append(
+                    f"{name}: {method} vs GRPO: {v['verdict']} (IQM diff {v['diff']:+.3f}, 95% CI "
+                    f"[{v['low']:+.3f}, {v['high']:+.3f}], {len(e['seeds'])} vs {len(methods['grpo']['seeds'])} seeds)."
+                )
+    return out
 
 
 def plot(results: dict) -> None:
@@ -329,7 +384,8 @@ def plot(results: dict) -> None:
         ax.set_xlabel(f"RL step (window of {results['window']})")
         ax.set_ylabel("IQM training success (95% CI)")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=8)
+        if env["methods"]:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(RESULTS / "learning.png", dpi=110)
 
