@@ -46,10 +46,11 @@ def learning_curve(
 
     steps = [r["step"] for r in records]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for key, color in (("success", "tab:blue"), ("reward", "tab:orange")):
+    # success solid, reward dashed: with a 0/1 reward the two coincide and both stay visible
+    for key, color, style in (("success", "tab:blue", "-"), ("reward", "tab:orange", "--")):
         values = [r.get(key, 0.0) or 0.0 for r in records]
-        ax.plot(steps, values, color=color, alpha=0.3, lw=1)
-        ax.plot(steps, _smooth(values, 3), color=color, lw=2, label=f"train {key} (3-step mean)")
+        ax.plot(steps, values, color=color, alpha=0.3, lw=1, ls=style)
+        ax.plot(steps, _smooth(values, 3), color=color, lw=2, ls=style, label=f"train {key} (3-step mean)")
     if before is not None:
         ax.scatter([0], [before], color="black", marker="o", zorder=5, label=f"held-out success before: {before:.2f}")
     if after is not None:
