@@ -342,6 +342,9 @@ def verdicts(results: dict) -> list[str]:
         if not methods:
             out.append(f"{name}: no finished run.")
             continue
+        short = [f"{m} {len(methods[m]['seeds']) if m in methods else 0}" for m in ENVS[name].methods]
+        if any(m not in methods or len(methods[m]["seeds"]) < len(SEEDS) for m in ENVS[name].methods):
+            out.append(f"{name}: grid not finished, seeds done per method: {', '.join(short)} (of {len(SEEDS)}).")
         best = max(max(max(row) for row in e["success_per_step"]) for e in methods.values())
         held = max(e["heldout_after_mean"]["point"] for e in methods.values())
         if best == 0 and held == 0:
