@@ -29,6 +29,7 @@ import signal
 import struct
 import sys
 import time
+from typing import Any
 
 if __package__:  # imported as rlgym_llm.sandbox._worker
     from rlgym_llm.sandbox import _isolation as iso
@@ -68,7 +69,7 @@ def _send(fd: int, obj: dict) -> None:
 
 def op_init(req: dict) -> dict:
     CONFIG.update(req)
-    report = {"root": os.geteuid() == 0, "netns": False, "mountns": False, "pidns": False, "uid": None}
+    report: dict[str, Any] = {"root": os.geteuid() == 0, "netns": False, "mountns": False, "pidns": False, "uid": None}
     work = req["work_dir"]
     if os.geteuid() == 0:
         if not req["limits"]["network"]:
@@ -115,7 +116,7 @@ def _as_box_user(fn, *args):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-            out = {"value": base64.b64encode(fn(*args) or b"").decode()}
+            out: dict[str, Any] = {"value": base64.b64encode(fn(*args) or b"").decode()}
         except OSError as exc:
             out = {"errno": exc.errno, "msg": exc.strerror or str(exc), "path": args[0]}
         except BaseException as exc:
@@ -213,13 +214,13 @@ def _run_python(kind: str, target: str, argv: list[str], env: dict) -> None:
 
     os.environ.clear()
     os.environ.update(env)
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stderr = sys.__stderr__ = open(  # noqa: SIM115
+    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)  # type: ignore[misc]  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # type: ignore[misc]  # noqa: SIM115
+    sys.stderr = sys.__stderr__ = open(  # type: ignore[misc]  # noqa: SIM115
         2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False
     )
     main = types.ModuleType("__main__")
-    main.__builtins__ = builtins
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
     if kind == "-c":
         sys.argv, filename, first = ["-c", *argv[3:]], "<string>", ""
         source: str | bytes = target
@@ -400,7 +401,7 @@ def op_exec(req: dict) -> dict:
             if dropped > flood and not killed:
                 killed = True  # an output flood: keep what fits and stop it instead of draining forever
                 os.kill(pid, signal.SIGKILL)
-        if can_write:
+        if can_write and writing is not None:
             try:
                 stdin = stdin[os.write(writing, stdin[:65536]) :]
             except BrokenPipeError:
