@@ -14,7 +14,7 @@ CHATML_TOOLS_TEMPLATE = (
     "<|im_start|>system\n{{ sys }}"
     "{% if tools %}"
     "{% if sys %}\n\n{% endif %}"
-    "# Tools\nCall a tool as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>. Tools:\n<tools>\n"
+    '# Tools\nCall a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>. Tools:\n<tools>\n'
     "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
     "</tools>"
     "{% endif %}"
@@ -26,7 +26,7 @@ CHATML_TOOLS_TEMPLATE = (
     "{% if m.role == 'assistant' and m.tool_calls %}"
     "{% for call in m.tool_calls %}"
     "{% set fn = call.function if call.function is defined else call %}"
-    "<tool_call>{\"name\": {{ fn.name | tojson }}, \"arguments\": "
+    '<tool_call>{"name": {{ fn.name | tojson }}, "arguments": '
     "{{ fn.arguments if fn.arguments is string else fn.arguments | tojson }}}</tool_call>"
     "{% endfor %}"
     "{% endif %}"

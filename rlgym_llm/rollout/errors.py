@@ -32,9 +32,9 @@ def is_transient(error: BaseException) -> bool:
     """Whether retrying the same call may succeed (timeouts, lost connections, 5xx); bugs are not."""
     if isinstance(error, EngineError):
         return error.transient
-    return isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)) or type(error).__module__.startswith(
-        "aiohttp"
-    )
+    return isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)) or type(
+        error
+    ).__module__.startswith("aiohttp")
 
 
 def classify(error: BaseException, default: FailureKind) -> FailureKind:

@@ -11,9 +11,9 @@ from rlgym_llm.core.types import Trajectory
 class RolloutProgress:
     """Pass as `RolloutManager(on_episode=...)`; use as a context manager around `run`.
 
-        with RolloutProgress(total=len(tasks) * group_size) as bar:
-            manager = RolloutManager(env, agent, policy, config, on_episode=bar)
-            trajectories = manager.run_sync(tasks)
+    with RolloutProgress(total=len(tasks) * group_size) as bar:
+        manager = RolloutManager(env, agent, policy, config, on_episode=bar)
+        trajectories = manager.run_sync(tasks)
     """
 
     def __init__(self, total: int, description: str = "rollout"):

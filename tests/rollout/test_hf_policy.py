@@ -56,7 +56,9 @@ def test_length_limit_and_stop_tokens(policy, prompts):
     out = policy.generate_batch(prompts[:1], [SamplingParams(max_tokens=5, temperature=0)])[0]
     assert len(out.token_ids) == 5 and out.finish_reason == "length"
     first = out.token_ids[0]
-    stopped = policy.generate_batch(prompts[:1], [SamplingParams(max_tokens=5, temperature=0, stop_token_ids=(first,))])[0]
+    stopped = policy.generate_batch(
+        prompts[:1], [SamplingParams(max_tokens=5, temperature=0, stop_token_ids=(first,))]
+    )[0]
     assert stopped.token_ids == (first,) and stopped.finish_reason == "stop"
 
 

@@ -80,13 +80,17 @@ def manager(agent, policy, env=GUESS, **cfg):
 def test_groups_start_identically_and_the_scripted_optimum_solves_every_task(agent, tiny_tokenizer, tmp_path):
     policy = ScriptedPolicy(tiny_tokenizer, bisect)
     with TrajectoryWriter(tmp_path / "t.jsonl") as writer:
-        m = RolloutManager(GUESS, agent, policy, RolloutConfig(group_size=3, max_turns=12, token_check="strict"), writer=writer)
+        m = RolloutManager(
+            GUESS, agent, policy, RolloutConfig(group_size=3, max_turns=12, token_check="strict"), writer=writer
+        )
         trajs = m.run_sync([TaskRef(seed=s) for s in range(6)])
     assert len(trajs) == 18 and not any(t.failed for t in trajs)
     assert all(t.reward == 1.0 and t.turns[-1].terminated for t in trajs)
     for g in range(6):
         group = trajs[3 * g : 3 * g + 3]
-        assert len({t.task_id for t in group}) == 1 and all(t.prompt_token_ids == group[0].prompt_token_ids for t in group)
+        assert len({t.task_id for t in group}) == 1 and all(
+            t.prompt_token_ids == group[0].prompt_token_ids for t in group
+        )
         assert [t.sample_index for t in group] == [0, 1, 2]
     assert len({t.task_id for t in trajs}) == 6
     assert all(t.metadata["token_check"]["drift"] is False for t in trajs)
@@ -97,13 +101,17 @@ def test_groups_start_identically_and_the_scripted_optimum_solves_every_task(age
             assert all(t.loss_mask[start:end]) and sum(t.loss_mask) == sum(len(x.completion_token_ids) for x in t.turns)
     back = list(read_trajectories(tmp_path / "t.jsonl"))
     assert sorted((t.group_id, t.sample_index) for t in back) == sorted((t.group_id, t.sample_index) for t in trajs)
-    assert {(t.group_id, t.sample_index): t.token_ids for t in back} == {(t.group_id, t.sample_index): t.token_ids for t in trajs}
+    assert {(t.group_id, t.sample_index): t.token_ids for t in back} == {
+        (t.group_id, t.sample_index): t.token_ids for t in trajs
+    }
     stats = m.stats.to_dict()
     assert stats["episodes"] == 18 and stats["turns"] == sum(len(t.turns) for t in trajs) and stats["tokens_per_s"] > 0
 
 
 def test_turn_limit_and_context_limit_truncate_with_an_outcome(agent, tiny_tokenizer):
-    stubborn = ScriptedPolicy(tiny_tokenizer, lambda _: '<tool_call>{"name": "guess", "arguments": {"value": 1}}</tool_call>')
+    stubborn = ScriptedPolicy(
+        tiny_tokenizer, lambda _: '<tool_call>{"name": "guess", "arguments": {"value": 1}}</tool_call>'
+    )
     (short,) = manager(agent, stubborn, max_turns=3).run_sync([0])
     assert len(short.turns) == 3 and short.metadata["truncated_by"] == "max_turns" and short.outcome["reward"] == 0.0
     (tight,) = manager(agent, stubborn, max_context=200).run_sync([0])
@@ -111,7 +119,9 @@ def test_turn_limit_and_context_limit_truncate_with_an_outcome(agent, tiny_token
 
 
 def test_transient_engine_errors_are_retried(agent, tiny_tokenizer):
-    policy = FaultyPolicy(ScriptedPolicy(tiny_tokenizer, bisect), {0: EngineError("503"), 1: ConnectionResetError("reset")})
+    policy = FaultyPolicy(
+        ScriptedPolicy(tiny_tokenizer, bisect), {0: EngineError("503"), 1: ConnectionResetError("reset")}
+    )
     (traj,) = manager(agent, policy, retries=2).run_sync([0])
     assert not traj.failed and traj.reward == 1.0
 
@@ -130,7 +140,11 @@ def test_every_failure_is_classified_and_no_trajectory_is_lost(agent, tiny_token
     kinds = sorted(f.kind.value for t in trajs for f in t.failures)
     assert kinds == ["engine", "engine", "engine", "policy"]
     failed = [t for t in trajs if t.failed]
-    assert all(f.error_type in {"EngineError", "ContextOverflowError", "TimeoutError", "ValueError"} for t in failed for f in t.failures)
+    assert all(
+        f.error_type in {"EngineError", "ContextOverflowError", "TimeoutError", "ValueError"}
+        for t in failed
+        for f in t.failures
+    )
     assert m.stats.failures[FailureKind.ENGINE] == 3 and m.stats.failures[FailureKind.POLICY] == 1
     assert policy.calls == sum(len(t.turns) for t in trajs) + 4  # failed calls were not retried
     assert sum(not t.failed and t.reward == 1.0 for t in trajs) == 4
@@ -192,6 +206,8 @@ def test_progress_bar_counts_episodes_and_failures(agent, tiny_tokenizer):
 
     policy = FaultyPolicy(ScriptedPolicy(tiny_tokenizer, bisect), {0: ValueError("x")})
     with RolloutProgress(total=4) as bar:
-        trajs = RolloutManager(GUESS, agent, policy, RolloutConfig(max_turns=12, concurrency=1), on_episode=bar).run_sync(range(4))
+        trajs = RolloutManager(
+            GUESS, agent, policy, RolloutConfig(max_turns=12, concurrency=1), on_episode=bar
+        ).run_sync(range(4))
     assert bar.done == 4 and bar.failures == 1 and bar.progress.tasks[0].completed == 4
     assert bar.reward == sum(t.reward for t in trajs) == 3.0

@@ -21,7 +21,9 @@ def rollouts(tiny_model_dir, tiny_tokenizer):
         sampling=SamplingParams(max_tokens=40, temperature=1.0),
         token_check="strict",
     )
-    manager = RolloutManager("rlgym/Math-v0", ToolCallingAgent(tiny_tokenizer), policy, config, env_kwargs={"difficulty": 1})
+    manager = RolloutManager(
+        "rlgym/Math-v0", ToolCallingAgent(tiny_tokenizer), policy, config, env_kwargs={"difficulty": 1}
+    )
     return policy, manager.run_sync(list(range(16))), manager.stats
 
 
