@@ -44,7 +44,7 @@ METHOD_PARAMS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "outcome": "reward",
             "turn_reward": "tool_ok",
             "turn_coef": 1.0,
-            "gamma": 1.0,
+            "gamma": 0.0,  # the authors'; gamma > 0 sums positive turn z-scores, rewarding length
             "norm": "pooled",
             **_STD,
         },

@@ -51,7 +51,7 @@ def turn_grpo_advantages(
     outcomes: Sequence[float] | np.ndarray,
     *,
     turn_coef: float = 1.0,
-    gamma: float = 1.0,
+    gamma: float = 0.0,
     norm: TurnNorm = "pooled",
     ddof: int = 0,
     eps: float = 1e-6,
@@ -70,7 +70,9 @@ def turn_grpo_advantages(
         turn_rewards: per trajectory, one verifiable reward per turn (r_{i,t}).
         outcomes: per trajectory, the outcome reward R_i.
         turn_coef: lambda, the weight of the turn term.
-        gamma: discount over later turns' turn advantages.
+        gamma: discount over later turns' turn advantages. 0 (default) keeps each turn's own; with
+            gamma > 0 a z-scored turn reward is positive on every ordinary valid turn, so the sum
+            grows with episode length and can credit a long failed episode above a short success.
         norm: `pooled` or `per_index` normalisation of the turn rewards.
         ddof, eps: the std used by both normalisations (see `normalize`).
 

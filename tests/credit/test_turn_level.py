@@ -52,7 +52,7 @@ def test_pooled_by_hand():
     # outcomes [1, 0] -> A^O = [1, -1]; lambda = gamma = 1:
     #   traj 0: turn 0 = 1 + 1.7320508 - 0.5773503 = 2.1547005, turn 1 = 1 - 0.5773503 = 0.4226497
     #   traj 1: turn 0 = -1 - 2 * 0.5773503 = -2.1547005, turn 1 = -1.5773503
-    adv = turn_grpo_advantages([[1, 0], [0, 0]], [1, 0], eps=0.0)
+    adv = turn_grpo_advantages([[1, 0], [0, 0]], [1, 0], gamma=1.0, eps=0.0)
     np.testing.assert_allclose(adv[0], [2.1547005, 0.4226497], atol=1e-7)
     np.testing.assert_allclose(adv[1], [-2.1547005, -1.5773503], atol=1e-7)
 
@@ -113,3 +113,21 @@ def test_pooled_and_per_index_differ_when_lengths_differ():
     per_index = normalize_turn_rewards(rewards, norm="per_index")
     assert not np.allclose(np.concatenate(pooled), np.concatenate(per_index))
     assert abs(np.concatenate(pooled).mean()) < 1e-12  # pooled z-scores are centred over all turns
+
+
+def test_default_does_not_reward_episode_length():
+    # Regression: with gamma = 1 every valid turn's positive z-score was summed over the rest of the
+    # episode, so a failed rollout that kept making valid calls (overshooting a Counter target) got
+    # a larger opening-turn advantage than a short successful one, and RL learned to make episodes long.
+    from rlgym_llm.credit import compute_advantages
+    from tests.credit.trajfactory import make_trajectory
+
+    specs = [([True, True], 1.0), ([True] * 6, 0.0), ([False, True], 0.0)]  # success, long failure, bad call
+    trajs = [
+        make_trajectory([0.0] * len(ok), r, signals=[{"tool_ok": o} for o in ok], completion_lens=[2] * len(ok))
+        for ok, r in specs
+    ]
+    adv = compute_advantages(trajs, "turn_grpo").turn_advantages
+    assert (adv[1] < 0).all()  # a failed episode gets no positive credit for its length
+    assert adv[1].max() < adv[0].min()
+    assert adv[2][0] < adv[1][0]  # the invalid call is the worst turn
