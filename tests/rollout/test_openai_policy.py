@@ -384,7 +384,10 @@ def _numbers(seeds: range) -> list[int]:
 
 
 # How each persistent fault reads on the failure record.
-PERSISTENT_FAULTS = {"503": "HTTP 503", "timeout": "timed out after 0.5s", "truncated": "ClientPayloadError"}
+PERSISTENT_FAULTS = {"503": "HTTP 503", "timeout": "timed out after 2.0s", "truncated": "ClientPayloadError"}
+# A whole batch makes many calls: a client timeout with room for a loaded machine, so only the
+# injected stalls time out (a healthy call retried under load would break the exact call count).
+BATCH_TIMEOUT_S, BATCH_STALL_S = 2.0, 2.6
 
 
 @pytest.mark.parametrize("fault", sorted(PERSISTENT_FAULTS))
@@ -393,14 +396,15 @@ async def test_manager_batch_survives_permanent_engine_failures(fake_server, tok
     from rlgym_agents.tool_calling import ToolCallingAgent
 
     fake_server.respond = _guesser(fake_server, tokenizer, fault)
+    fake_server.sleep_s = BATCH_STALL_S
     seeds = range(12)
     expected = [_expected(n) for n in _numbers(seeds) for _ in range(2)]  # group_size 2
     n_failed = sum(kind == "engine" for kind, _ in expected)
     assert 0 < n_failed < len(expected)  # the seeds give both kinds of episode
     config = RolloutConfig(
-        group_size=2, max_turns=MAX_TURNS, sampling=SamplingParams(max_tokens=64), retries=0, call_timeout_s=5
+        group_size=2, max_turns=MAX_TURNS, sampling=SamplingParams(max_tokens=64), retries=0, call_timeout_s=15
     )
-    async with _policy(fake_server, retries=2) as policy:
+    async with _policy(fake_server, retries=2, timeout_s=BATCH_TIMEOUT_S) as policy:
         manager = RolloutManager("faults/OpenAIGuess-v0", ToolCallingAgent(tokenizer), policy, config)
         trajectories = await manager.run(list(seeds))
 

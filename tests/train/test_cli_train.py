@@ -23,5 +23,5 @@ def test_print_config_shows_the_composed_run(capsys):
 
 
 def test_sft_needs_an_oracle(capsys):
-    assert main(["sft", "env=swe", "sft.enabled=false"]) == 2
+    assert main(["sft", "env=swe", "env.oracle=null", "sft.enabled=false"]) == 2
     assert "needs an oracle" in capsys.readouterr().err
