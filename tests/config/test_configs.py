@@ -8,7 +8,6 @@ from rlgym_llm.config import CREDIT_METHODS, GROUPS, TrainConfig, default_config
 from rlgym_llm.core.errors import ConfigError
 
 CONFIGS = default_config_dir()
-NO_ORACLE = {"code", "swe"}  # RL-only envs: SFT warm-up must be switched off
 
 
 def _options(group: str) -> list[str]:
@@ -36,15 +35,17 @@ def test_every_group_option_composes_and_validates(group, option):
         with pytest.raises(ConfigError, match="cannot be trained"):
             load_config("train", overrides)
         return
-    if group == "env" and option in NO_ORACLE:
-        with pytest.raises(ConfigError, match=r"sft\.enabled=false"):
-            load_config("train", overrides)
-        overrides.append("sft.enabled=false")
     cfg = load_config("train", overrides)
     node = getattr(cfg, group)
     assert isinstance(node, GROUPS[group])
     if group in ("env", "credit"):
         assert (node.id if group == "env" else node.method).lower().find(option.split("_")[0][:3]) >= 0
+
+
+def test_an_env_without_an_oracle_needs_sft_switched_off():
+    with pytest.raises(ConfigError, match=r"sft\.enabled=false"):
+        load_config("train", ["env=swe", "env.oracle=null"])
+    assert load_config("train", ["env=swe", "env.oracle=null", "sft.enabled=false"]).env.oracle is None
 
 
 @pytest.mark.parametrize("name", _options("experiment"))
@@ -56,7 +57,7 @@ def test_every_experiment_preset_composes_and_validates(name):
 def test_switching_methods_and_envs_by_config_alone():
     cfg = load_config("train", ["credit=gated", "env=swe", "sft.enabled=false", "credit.params.tau=0.8"])
     assert (cfg.env.id, cfg.credit.method, cfg.credit.params["tau"]) == ("rlgym/SWE-v0", "gated", 0.8)
-    assert cfg.env.sandbox_kwarg == "sandbox"
+    assert cfg.env.sandbox_kwarg == "backend"  # SWEEnv(backend=...): see test_env_oracles.py
     cfg = load_config("train", ["env=math", "env.kwargs.difficulty=2", "sandbox=docker"])
     assert cfg.env.kwargs == {"difficulty": 2} and cfg.sandbox.backend == "docker"
 
