@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import gsm8k_like  # noqa: E402
+import report  # noqa: E402
 import venvs  # noqa: E402
 
 RESULTS = HERE.parent / "results" / "peers"
@@ -221,11 +222,7 @@ def write(result: dict[str, Any]) -> None:
         vals = [f"{s[name][c]['env_steps_per_s']:,.0f}" if c in s[name] else "n/a" for c in BATCH_CELLS]
         lines.append(f"| {name} | " + " | ".join(vals) + " |")
     lines += [""]
-    md = RESULTS / "env_step.md"
-    analysis = ""
-    if md.exists() and "\n## Analysis" in md.read_text():
-        analysis = md.read_text().split("\n## Analysis", 1)[1]
-    md.write_text("\n".join(lines) + ("\n## Analysis" + analysis if analysis else ""))
+    report.write_markdown(RESULTS / "env_step.md", lines)
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import gsm8k_like  # noqa: E402
+import report  # noqa: E402
 import venvs  # noqa: E402
 from env_step import RESULTS, machine  # noqa: E402
 
@@ -148,11 +149,7 @@ def write(result: dict[str, Any]) -> None:
             cells.append(f"{fmt.format(c['median'])} [{fmt.format(c['min'])}–{fmt.format(c['max'])}]")
         lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
     lines += [""]
-    md = RESULTS / "grpo_update.md"
-    analysis = ""
-    if md.exists() and "\n## Analysis" in md.read_text():
-        analysis = md.read_text().split("\n## Analysis", 1)[1]
-    md.write_text("\n".join(lines) + ("\n## Analysis" + analysis if analysis else ""))
+    report.write_markdown(RESULTS / "grpo_update.md", lines)
 
 
 def main() -> None:
