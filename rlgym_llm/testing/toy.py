@@ -130,6 +130,26 @@ class Bisector:
         return {"role": "assistant", "content": f"Trying {self.last}.", "tool_calls": [call]}
 
 
+_GUESSED = re.compile(r'"value": (\d+)')
+_HINTED = re.compile(r"<\|im_start\|>tool\n(higher|lower|correct)<\|im_end\|>")
+
+
+def bisect_completion(prompt: str, prefix: str = "") -> str:
+    """The optimal `GuessNumberEnv` move as model text, from a ChatML-rendered prompt alone.
+
+    Stateless (any server can continue any episode), so a `ScriptedPolicy` can play it:
+    `ScriptedPolicy(tokenizer, bisect_completion)`. `prefix` goes before the tool call.
+    """
+    lo, hi = LOW, HIGH
+    convo = prompt.split("</tools>")[-1]  # the tool schemas hold no guesses, but skip them anyway
+    for guess, hint in zip(map(int, _GUESSED.findall(convo)), _HINTED.findall(convo)):
+        if hint == "higher":
+            lo = guess + 1
+        elif hint == "lower":
+            hi = guess - 1
+    return f'{prefix}<tool_call>{{"name": "guess", "arguments": {{"value": {(lo + hi) // 2}}}}}</tool_call>'
+
+
 # --- counter ------------------------------------------------------------------------------------
 
 

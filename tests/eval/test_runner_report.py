@@ -1,7 +1,6 @@
 """The evaluation runner and its report: hand-computed summaries, failures as data, files with the numbers."""
 
 import json
-import re
 
 import gymnasium
 import pytest
@@ -14,7 +13,7 @@ from rlgym_llm.eval.runner import EvalResult, evaluate, summarize
 from rlgym_llm.rollout.errors import EngineError
 from rlgym_llm.rollout.manager import RolloutConfig
 from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy
-from rlgym_llm.testing.toy import GuessNumberEnv
+from rlgym_llm.testing.toy import GuessNumberEnv, bisect_completion
 
 GUESS = "test/EvalGuess-v0"
 
@@ -56,20 +55,11 @@ def _registered():
     gymnasium.registry.pop(GUESS, None)
 
 
-def _bisect(prompt: str) -> str:
-    lo, hi = 100, 999
-    convo = prompt.split("</tools>")[-1]
-    guesses = [int(g) for g in re.findall(r'"value": (\d+)', convo)]
-    answers = re.findall(r"<\|im_start\|>tool\n(\w+)<\|im_end\|>", convo)
-    for g, a in zip(guesses, answers):
-        lo, hi = (g + 1, hi) if a == "higher" else (lo, g - 1) if a == "lower" else (lo, hi)
-    v = (lo + hi) // 2
-    return f'<tool_call>{{"name": "guess", "arguments": {{"value": {v}}}}}</tool_call>'
-
-
 def test_evaluate_runs_episodes_records_failures_and_writes_the_report(tiny_tokenizer, tmp_path):
     # Call 0 fails for good (a non-transient engine error): that episode is recorded, the rest go on.
-    policy = FaultyPolicy(ScriptedPolicy(tiny_tokenizer, _bisect), {0: EngineError("bad request", transient=False)})
+    policy = FaultyPolicy(
+        ScriptedPolicy(tiny_tokenizer, bisect_completion), {0: EngineError("bad request", transient=False)}
+    )
     result = evaluate(
         GUESS,
         ToolCallingAgent(tiny_tokenizer),

@@ -1,7 +1,6 @@
 """The rollout manager with scripted policies (real tokenizer, real envs, real token bookkeeping)."""
 
 import asyncio
-import re
 import threading
 import time
 
@@ -16,21 +15,14 @@ from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager, TaskRef
 from rlgym_llm.rollout.policy import SamplingParams
 from rlgym_llm.rollout.store import TrajectoryWriter, read_trajectories
 from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy
-from rlgym_llm.testing.toy import GuessNumberEnv
+from rlgym_llm.testing.toy import GuessNumberEnv, bisect_completion
 
 GUESS = "test/RolloutGuess-v0"
 
 
 def bisect(prompt: str) -> str:
-    """The optimal guesser, reading only the prompt text (as a model would)."""
-    lo, hi = 100, 999
-    convo = prompt.split("</tools>")[-1]
-    guesses = [int(g) for g in re.findall(r'"value": (\d+)', convo)]
-    answers = re.findall(r"<\|im_start\|>tool\n(\w+)<\|im_end\|>", convo)
-    for g, a in zip(guesses, answers):
-        lo, hi = (g + 1, hi) if a == "higher" else (lo, g - 1) if a == "lower" else (lo, hi)
-    v = (lo + hi) // 2
-    return f'Guessing {v}.<tool_call>{{"name": "guess", "arguments": {{"value": {v}}}}}</tool_call>'
+    """The optimal guesser, reading only the prompt text (as a model would), with text before its call."""
+    return bisect_completion(prompt, prefix="Guessing. ")
 
 
 class BrokenEnv(GuessNumberEnv):

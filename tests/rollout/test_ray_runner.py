@@ -4,7 +4,6 @@ Needs ray (`-m ray`). One local Ray instance (2 CPUs) serves the whole session.
 """
 
 import os
-import re
 import sys
 
 import pytest
@@ -15,7 +14,7 @@ from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager, TaskRef
 from rlgym_llm.rollout.policy import SamplingParams
 from rlgym_llm.testing import GuessNumberEnv
 from rlgym_llm.testing.policies import ScriptedPolicy
-from rlgym_llm.testing.toy import HIGH, LOW
+from rlgym_llm.testing.toy import bisect_completion
 
 pytestmark = pytest.mark.ray
 
@@ -23,20 +22,6 @@ GUESS_ID = "test/RayGuess-v0"
 FLAKY_ID = "test/RayFlaky-v0"
 CRASH_ID = "test/RayCrash-v0"
 CRASH_NUMBER = 777
-
-_GUESS = re.compile(r'"value": (\d+)')
-_HINT = re.compile(r"<\|im_start\|>tool\n(higher|lower|correct)<\|im_end\|>")
-
-
-def bisect(prompt: str, tag: str = "") -> str:
-    """Bisection from the decoded prompt alone (stateless, so any server can continue any episode)."""
-    lo, hi = LOW, HIGH
-    for guess, hint in zip(map(int, _GUESS.findall(prompt)), _HINT.findall(prompt)):
-        if hint == "higher":
-            lo = guess + 1
-        elif hint == "lower":
-            hi = guess - 1
-    return f'{tag}<tool_call>{{"name": "guess", "arguments": {{"value": {(lo + hi) // 2}}}}}</tool_call>'
 
 
 class BoxDown(RuntimeError):
@@ -93,7 +78,9 @@ def config(**kw):
 
 
 def servers(tokenizer, n, tagged=False):
-    return [ScriptedPolicy(tokenizer, lambda p, i=i: bisect(p, f"s{i} " if tagged else "")) for i in range(n)]
+    return [
+        ScriptedPolicy(tokenizer, lambda p, i=i: bisect_completion(p, f"s{i} " if tagged else "")) for i in range(n)
+    ]
 
 
 def comparable(trajectories):
@@ -107,7 +94,7 @@ def comparable(trajectories):
 
 
 def local_run(env_id, agent, tokenizer, tasks, cfg):
-    return RolloutManager(env_id, agent, ScriptedPolicy(tokenizer, bisect), cfg).run_sync(tasks)
+    return RolloutManager(env_id, agent, ScriptedPolicy(tokenizer, bisect_completion), cfg).run_sync(tasks)
 
 
 def test_same_trajectories_as_the_local_manager(ray_session, agent, tiny_tokenizer):
