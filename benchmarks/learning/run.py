@@ -50,6 +50,7 @@ class EnvSpec:
     tasks_per_step: int = 4
     group_size: int = 4
     eval_tasks: int = 8
+    eval_every: int = 0
     sft: list[str] = field(default_factory=lambda: ["sft.episodes=128", "sft.steps=40", "sft.batch_size=8"])
     paper: str = ""
 
@@ -59,6 +60,7 @@ class EnvSpec:
             f"trainer.tasks_per_step={self.tasks_per_step}",
             f"trainer.group_size={self.group_size}",
             f"trainer.eval_tasks={self.eval_tasks}",
+            f"trainer.eval_every={self.eval_every}",
             "trainer.save_every=2",
             "trainer.threads=1",
         ]
@@ -66,6 +68,19 @@ class EnvSpec:
 
 # Small task sets, short episodes: sized so the whole grid fits in under an hour on 2 shared cores.
 ENVS: dict[str, EnvSpec] = {
+    "counter": EnvSpec(
+        "counter",
+        ["env=counter"],
+        ("grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo"),
+        steps=15,
+        tasks_per_step=6,
+        group_size=8,
+        eval_tasks=64,
+        eval_every=5,
+        # the main job's warm-up: a noisy teacher (half of its turns idle), cloned as it is
+        sft=["sft.episodes=512", "sft.steps=200", "sft.idle_prob=0.5", "sft.successful_only=false"],
+        paper="the default demo env, where the tiny model does learn: every method on the same footing",
+    ),
     "search": EnvSpec(
         "search",
         [
@@ -222,6 +237,15 @@ def _load(spec: EnvSpec, method: str) -> tuple[np.ndarray, list[dict], list[int]
     return (np.array(rows), summaries, seeds) if rows else None
 
 
+def _heldout_curve(summaries: list[dict]) -> list[dict]:
+    points: dict[int, list[float]] = {0: [(s["before"] or {}).get("success", np.nan) for s in summaries]}
+    for s in summaries:
+        for r in s["records"]:
+            if r.get("eval_success") is not None:
+                points.setdefault(r["step"], []).append(r["eval_success"])
+    return [{"step": k, "mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(points.items())] if len(points) > 1 else []
+
+
 def _diff_ci(a: np.ndarray, b: np.ndarray, reps: int = 2000) -> tuple[float, float, float]:
     """IQM(a) - IQM(b) with a 95 % CI from independent stratified bootstraps of the two matrices."""
     from rlgym_llm.eval.metrics import iqm, stratified_bootstrap
@@ -263,6 +287,8 @@ def report(envs: list[str], window: int = 2) -> dict:
                 "first_step_mean": float(x[:, 0].mean()),
                 "heldout_before_mean": interval_estimate(before, mean, seed=0).to_dict(),
                 "heldout_after_mean": interval_estimate(after, mean, seed=0).to_dict(),
+                # mean held-out success over seeds at each periodic evaluation (eval_every > 0)
+                "heldout_curve": _heldout_curve(summaries),
                 "wall_s_mean": float(np.mean([s["total_wall_s"] for s in summaries])),
                 # why a comparison can be degenerate: no update (all groups tie) or failed episodes
                 "updated_steps_share": float(
@@ -302,8 +328,8 @@ def write(results: dict, command: str) -> None:
         "Each method starts from the same per-env SFT warm-up checkpoint and gets the same budget as GRPO on",
         "that env; only `credit=` and `seed=` differ. Success = share of episodes with reward > 0.",
         "IQM over the (seeds x steps) matrix of per-step training success, 95 % stratified-bootstrap CIs",
-        "(`rlgym_llm.eval.metrics`). Held-out: greedy, one episode per held-out task, before and after RL",
-        "(mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps.",
+        "(`rlgym_llm.eval.metrics`). Held-out: one episode per held-out task (the env config's eval temperature),",
+        "before and after RL (mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps.",
         "",
     ]
     lines += ["## Verdicts", ""] + [f"- {v}" for v in verdicts(results)] + [""]
@@ -329,6 +355,19 @@ def write(results: dict, command: str) -> None:
                 f"{e['failed_episode_share']:.2f} | {e['zero_variance_share']:.2f} |"
             )
         lines.append("")
+        curves = {m: e["heldout_curve"] for m, e in env["methods"].items() if e.get("heldout_curve")}
+        if curves:
+            steps = sorted({p["step"] for c in curves.values() for p in c})
+            lines += [
+                "Held-out success during training (mean over seeds; same held-out tasks and sampling seeds at every point):",
+                "",
+                "| method | " + " | ".join(f"step {k}" for k in steps) + " |",
+                "|---|" + "---:|" * len(steps),
+            ]
+            for m, c in curves.items():
+                at = {p["step"]: p["mean"] for p in c}
+                lines.append(f"| {m} | " + " | ".join(f"{at[k]:.3f}" if k in at else "" for k in steps) + " |")
+            lines.append("")
     lines += ["![IQM success vs training steps](learning.png)", ""]
     (RESULTS / "learning.md").write_text("\n".join(lines))
     plot(results)

@@ -98,15 +98,19 @@ class _Setup:
             build.oracle_factory(cfg.env.oracle or ""),
             seeds,
             cfg.env.max_turns,
+            idle_prob=cfg.sft.idle_prob,
+            successful_only=cfg.sft.successful_only,
         )
         pad = self.tokenizer.pad_token_id or 0
         losses = sft(self.model, trajs, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed)
         self.model.save_pretrained(saved)
         self.tokenizer.save_pretrained(saved)
-        info = {"episodes": len(trajs), "steps": cfg.sft.steps, "loss_first": losses[0], "loss_last": losses[-1]}
+        demo_success = sum(t.reward > 0 for t in trajs) / len(trajs)
+        info = {"episodes": len(trajs), "demo_success": demo_success, "steps": cfg.sft.steps}
+        info.update(loss_first=losses[0], loss_last=losses[-1])
         info["seconds"] = time.perf_counter() - t0
         self.console.print(
-            f"SFT: {len(trajs)} oracle episodes, {cfg.sft.steps} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f} "
+            f"SFT: {len(trajs)} oracle episodes (success {demo_success:.2f}), {cfg.sft.steps} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f} "
             f"({info['seconds']:.0f} s); saved to {saved}"
         )
         return info
@@ -191,6 +195,7 @@ def run_train(args: argparse.Namespace) -> int:
         train_seed_start=cfg.env.train_seed_start,
         test_seed_start=cfg.env.test_seed_start,
         eval_tasks=t.eval_tasks,
+        eval_every=t.eval_every,
         save_every=t.save_every,
         keep_checkpoints=t.keep_checkpoints,
     )

@@ -151,6 +151,8 @@ def check_train(cfg: TrainConfig) -> list[str]:
             f"`trainer.group_size={t.group_size}`: group-relative credit needs >= 2 samples per task; "
             "set trainer.group_size=8"
         )
+    if not 0.0 <= cfg.sft.idle_prob < 1.0:
+        p.append(f"sft.idle_prob must be in [0, 1), got {cfg.sft.idle_prob}: e.g. sft.idle_prob=0.3")
     if t.lr <= 0 or cfg.sft.lr <= 0:
         p.append("learning rates must be > 0: set trainer.lr=1e-4 / sft.lr=1e-3")
     if not 0 < t.clip_low < 1 or t.clip_high <= 0:
@@ -182,6 +184,8 @@ def check_train(cfg: TrainConfig) -> list[str]:
         p.append("trainer.save_every must be >= 0 and trainer.keep_checkpoints >= 1")
     if t.eval_tasks < 0:
         p.append("trainer.eval_tasks must be >= 0")
+    if t.eval_every < 0:
+        p.append("trainer.eval_every must be >= 0 (0: evaluate only before and after training)")
     if cfg.sft.enabled and not cfg.env.oracle and not cfg.sft.init:
         p.append(f"SFT warm-up needs an oracle for {cfg.env.id}: set env.oracle=module:Class, or sft.enabled=false")
     if t.lora.enabled and (t.lora.r < 1 or not t.lora.target_modules):

@@ -169,6 +169,7 @@ class TrainerConfig:
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
         eval_tasks: held-out tasks for the success measure before and after training (0: skip).
+        eval_every: also measure held-out success every N steps (0: only before and after).
         threads: torch CPU threads.
     """
 
@@ -194,6 +195,7 @@ class TrainerConfig:
     save_every: int = 10
     keep_checkpoints: int = 2
     eval_tasks: int = 32
+    eval_every: int = 0
     threads: int = 2
 
 
@@ -225,6 +227,10 @@ class SFTConfig:
         batch_size: trajectories per step.
         lr: AdamW learning rate.
         init: a checkpoint folder to start from instead of training (skips SFT when it exists).
+        idle_prob: a noisy teacher: each demonstration turn is, with this chance, an idle text turn
+            with no tool call instead of the oracle's action (0: the oracle as it is).
+        successful_only: train only on demonstrations that succeed; false clones the teacher's
+            behaviour as it is, including its episodes that ran out of turns.
     """
 
     enabled: bool = True
@@ -233,6 +239,8 @@ class SFTConfig:
     batch_size: int = 16
     lr: float = 1e-3
     init: str | None = None
+    idle_prob: float = 0.0
+    successful_only: bool = True
 
 
 @dataclass

@@ -51,6 +51,8 @@ class LoopConfig:
         train_seed_start: step k uses task seeds train_seed_start + k * tasks_per_step + i.
         test_seed_start: first seed of the held-out tasks of `evaluate`.
         eval_tasks: held-out tasks measured before and after training (0: skip).
+        eval_every: also measure them every N steps (0: only before and after); the step's record
+            gets `eval_success`, `eval_reward` and `eval_failed`, so the curve shows held-out success as it moves.
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
     """
@@ -63,6 +65,7 @@ class LoopConfig:
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
     eval_tasks: int = 32
+    eval_every: int = 0
     save_every: int = 10
     keep_checkpoints: int = 2
 
@@ -270,10 +273,13 @@ def train(
     done = state["step"]
     for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
         record = step_once(run, cfg, step)
+        done = step + 1
+        if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
+            held_out = evaluate(run.eval_rollouts, test_seeds)
+            record.update({f"eval_{k}": v for k, v in held_out.items()})
         log.write(record)
         if on_step is not None:
             on_step(record)
-        done = step + 1
         if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
             checkpoint.save(
                 ckpt_dir,
@@ -292,7 +298,12 @@ def train(
     finished = done >= cfg.steps
     after = None
     if finished and run.eval_rollouts is not None and cfg.eval_tasks:
-        after = evaluate(run.eval_rollouts, test_seeds)
+        last = records[-1] if records else {}
+        # the last step's periodic evaluation is the same measurement (same seeds, same weights)
+        if "eval_success" in last and last["step"] == cfg.steps:
+            after = {k: last[f"eval_{k}"] for k in ("success", "reward", "failed")}
+        else:
+            after = evaluate(run.eval_rollouts, test_seeds)
     return {
         "steps": len(records),
         "before": state["before"],

@@ -1,5 +1,5 @@
 """The learning curve of a run: training reward and success per step, with the held-out success
-measured before and after training (PNG, matplotlib)."""
+measured before, during (every `eval_every` steps) and after training (PNG, matplotlib)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def learning_curve(
         records: the run's metrics records (with `step`, `success`, `reward`).
         path: the PNG to write.
         title: the figure title.
-        before, after: held-out success before and after training, drawn as markers at both ends.
+        before, after: held-out success before and after training; with the records'
+            `eval_success` values they make the held-out line.
     """
     try:
         import matplotlib
@@ -51,11 +52,16 @@ def learning_curve(
         values = [r.get(key, 0.0) or 0.0 for r in records]
         ax.plot(steps, values, color=color, alpha=0.3, lw=1, ls=style)
         ax.plot(steps, _smooth(values, 3), color=color, lw=2, ls=style, label=f"train {key} (3-step mean)")
+    # held-out success: before training (step 0), every periodic evaluation, after training
+    held = [(r["step"], r["eval_success"]) for r in records if r.get("eval_success") is not None]
     if before is not None:
-        ax.scatter([0], [before], color="black", marker="o", zorder=5, label=f"held-out success before: {before:.2f}")
-    if after is not None:
-        last = steps[-1] if steps else 0
-        ax.scatter([last], [after], color="green", marker="*", s=120, zorder=5, label=f"after: {after:.2f}")
+        held.insert(0, (0, before))
+    if after is not None and not (held and held[-1][0] == (steps[-1] if steps else 0)):
+        held.append((steps[-1] if steps else 0, after))
+    if held:
+        xs, ys = zip(*held)
+        label = "held-out success" + (f": {ys[0]:.2f} -> {ys[-1]:.2f}" if len(ys) > 1 else f": {ys[0]:.2f}")
+        ax.plot(xs, ys, color="green", marker="o", lw=2.5, zorder=5, label=label)
     ax.set_xlabel("RL step (after SFT warm-up)")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)

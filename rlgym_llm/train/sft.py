@@ -40,8 +40,18 @@ def hermes_text(action: AssistantTurn) -> str:
     return action.content + calls
 
 
+IDLE_TEXT = "Let me think about the next step."
+"""What a noisy teacher writes on an idle turn: text and no tool call (the env answers with a nudge)."""
+
+
 def oracle_trajectory(
-    env: Any, agent: Any, tokenizer: Any, make_oracle: Callable[[Any], Oracle], seed: int, max_turns: int
+    env: Any,
+    agent: Any,
+    tokenizer: Any,
+    make_oracle: Callable[[Any], Oracle],
+    seed: int,
+    max_turns: int,
+    idle_prob: float = 0.0,
 ) -> Trajectory:
     """Play one episode with the oracle and record it as the rollout manager would record a model's.
 
@@ -52,7 +62,11 @@ def oracle_trajectory(
         make_oracle: builds the oracle for the env after its reset (it may read `env.unwrapped.task`).
         seed: the task's seed.
         max_turns: the most assistant turns.
+        idle_prob: chance that a turn is an idle text turn (`IDLE_TEXT`) instead of the oracle's
+            action: a noisy teacher that wastes turns, so its episodes can run out of turns. The
+            oracle is not called on idle turns; it sees their observations with its next call.
     """
+    rng = random.Random(f"idle-{seed}")
     opening, info = env.reset(seed=seed)
     tools = info.get("tools")
     oracle = make_oracle(env)
@@ -62,7 +76,8 @@ def oracle_trajectory(
     observation: Messages = list(opening)
     pending: list[int] = []
     for t in range(max_turns):
-        text = hermes_text(AssistantTurn.coerce(oracle(observation)))
+        idle = idle_prob > 0 and rng.random() < idle_prob
+        text = IDLE_TEXT if idle else hermes_text(AssistantTurn.coerce(oracle(observation)))
         ids = (*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id)
         completion = Completion(token_ids=ids, logprobs=(0.0,) * len(ids), text=text, finish_reason="stop")
         # Parse the text back, as a model's would be: the oracle acts through the same channel.
@@ -88,7 +103,7 @@ def oracle_trajectory(
             break
         pending = agent.render_continuation(history, list(obs), tools, completion)
         history.extend(obs)
-        observation = list(obs)
+        observation = [*observation, *obs] if idle else list(obs)
     return traj
 
 
@@ -99,18 +114,26 @@ def oracle_trajectories(
     make_oracle: Callable[[Any], Oracle],
     seeds: Iterable[int],
     max_turns: int,
+    idle_prob: float = 0.0,
+    successful_only: bool = True,
 ) -> list[Trajectory]:
-    """Oracle episodes over `seeds`; only the successful ones (outcome reward > 0) are kept."""
+    """Oracle episodes over `seeds` (see `oracle_trajectory`).
+
+    Args:
+        idle_prob: the noisy teacher's idle-turn probability (0: the oracle itself).
+        successful_only: keep only episodes with outcome reward > 0. With a noisy teacher, False
+            clones its behaviour as it is, failures included.
+    """
     out: list[Trajectory] = []
     for seed in seeds:
         env = env_factory()
         try:
-            traj = oracle_trajectory(env, agent, tokenizer, make_oracle, int(seed), max_turns)
+            traj = oracle_trajectory(env, agent, tokenizer, make_oracle, int(seed), max_turns, idle_prob)
         finally:
             env.close()
-        if traj.outcome and traj.reward > 0:
+        if not successful_only or (traj.outcome and traj.reward > 0):
             out.append(traj)
-    if not out:
+    if not any(t.reward > 0 for t in out):
         raise ValueError("the oracle solved none of the SFT episodes; check env.oracle and env.max_turns")
     return out
 
@@ -155,9 +178,9 @@ def sft(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if on_step is not None:
-            on_step(step, float(loss))
+            on_step(step, losses[-1])
     model.eval()
     logger.info("sft: %d steps, loss %.3f -> %.3f", steps, losses[0], losses[-1])
     return losses
