@@ -16,7 +16,15 @@ from rlgym_llm.rollout.hf_policy import TransformersPolicy  # noqa: E402
 from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager  # noqa: E402
 from rlgym_llm.rollout.policy import SamplingParams  # noqa: E402
 from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy  # noqa: E402
-from rlgym_llm.train.loop import LoopConfig, RunParts, SeededPolicy, step_once, sync_weights, task_seeds  # noqa: E402
+from rlgym_llm.train.loop import (  # noqa: E402
+    LoopConfig,
+    RunParts,
+    SeededPolicy,
+    step_once,
+    sync_weights,
+    task_seeds,
+    train,
+)
 from rlgym_llm.train.metrics import MetricsLog  # noqa: E402
 from rlgym_llm.train.trainer import LossConfig, PolicyTrainer  # noqa: E402
 
@@ -172,3 +180,20 @@ def test_zero_variance_groups_are_filtered_out(parts):
     record = step_once(run, cfg, 0)
     assert record["zero_variance_share"] == 1.0 and record["trained_on"] == 0 and record["skipped_update"]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_periodic_held_out_evaluation_lands_in_the_records_and_ends_the_run(parts, tmp_path):
+    run, _ = _run(parts)
+    policy, agent = parts
+    held_out_engine = SeededPolicy(_scripted(policy.tokenizer), base=10**6)
+    config = RolloutConfig(group_size=1, max_turns=2, max_context=512, token_check="off", env_in_thread=False)
+    run.eval_rollouts = RolloutManager(ENV, agent, held_out_engine, config, env_kwargs={"max_target": 2})
+    cfg = LoopConfig(steps=4, tasks_per_step=1, credit_method="grpo", eval_tasks=3, eval_every=2, save_every=0)
+    summary = train(run, cfg, tmp_path, resume=False)
+    records = summary["records"]
+    assert [("eval_success" in r) for r in records] == [False, True, False, True]
+    for r in records[1::2]:
+        assert 0.0 <= r["eval_success"] <= 1.0 and r["eval_failed"] == 0.0
+    # the last periodic evaluation is the "after" measurement: same seeds, same weights, not re-run
+    assert summary["after"]["success"] == records[-1]["eval_success"]
+    assert summary["before"] is not None
