@@ -243,7 +243,11 @@ def _heldout_curve(summaries: list[dict]) -> list[dict]:
         for r in s["records"]:
             if r.get("eval_success") is not None:
                 points.setdefault(r["step"], []).append(r["eval_success"])
-    return [{"step": k, "mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(points.items())] if len(points) > 1 else []
+    return (
+        [{"step": k, "mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(points.items())]
+        if len(points) > 1
+        else []
+    )
 
 
 def _diff_ci(a: np.ndarray, b: np.ndarray, reps: int = 2000) -> tuple[float, float, float]:

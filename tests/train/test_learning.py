@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rlgym_llm.cli.main import main  # noqa: E402
+from rlgym_llm.cli.main import main
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,9 @@ def warm_start(tmp_path_factory):
 @pytest.mark.parametrize("credit", ["grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo"])
 def test_rl_raises_held_out_success(warm_start, tmp_path, credit):
     out = tmp_path / credit
-    rc = main(["train", f"out_dir={out}", f"credit={credit}", f"sft.init={warm_start}", f"trainer.steps={STEPS}", *COMMON])
+    rc = main(
+        ["train", f"out_dir={out}", f"credit={credit}", f"sft.init={warm_start}", f"trainer.steps={STEPS}", *COMMON]
+    )
     assert rc == 0
     summary = json.loads((out / "summary.json").read_text())
     before, after = summary["before"]["success"], summary["after"]["success"]

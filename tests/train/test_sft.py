@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-import rlgym_llm  # noqa: E402
-from rlgym_llm.testing.toy import CounterPlayer  # noqa: E402
-from rlgym_llm.train.sft import IDLE_TEXT, oracle_trajectories, oracle_trajectory  # noqa: E402
+import rlgym_llm
+from rlgym_llm.testing.toy import CounterPlayer
+from rlgym_llm.train.sft import IDLE_TEXT, oracle_trajectories, oracle_trajectory
 
 ENV = "test/SftCounter"
 
