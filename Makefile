@@ -34,7 +34,7 @@ format:
 	ruff format .
 	ruff check --fix .
 
-demo:  ## the main job: tiny model, SFT warm-up, then turn-level GRPO on a multi-turn env (~5 min on 2 cores)
+demo:  ## the main job: tiny model, SFT warm-up (noisy teacher), then turn-level GRPO on Counter (~4.5 min on 2 cores)
 	rm -rf runs/demo
 	rlgym train out_dir=runs/demo
 

@@ -307,10 +307,15 @@ def report(envs: list[str], window: int = 2) -> dict:
                 ),
             }
             if method != "grpo" and data.get("grpo") is not None:
-                g = data["grpo"][0][:, spec.steps // 2 :]  # type: ignore[index]
-                d, low, high = _diff_ci(last, g)
-                verdict = "beats GRPO" if low > 0 else ("worse than GRPO" if high < 0 else "no significant difference")
-                entry["vs_grpo_last_half"] = {"diff": d, "low": low, "high": high, "verdict": verdict}
+                grpo_x = data["grpo"][0]  # type: ignore[index]
+                # last half: where the runs end up; all steps: how fast they get there (area under the curve)
+                for key, mine, theirs in (
+                    ("vs_grpo_last_half", last, grpo_x[:, spec.steps // 2 :]),
+                    ("vs_grpo_all_steps", x, grpo_x),
+                ):
+                    d, low, high = _diff_ci(mine, theirs)
+                    verdict = "beats GRPO" if low > 0 else "worse than GRPO" if high < 0 else "no significant difference"
+                    entry[key] = {"diff": d, "low": low, "high": high, "verdict": verdict}
             env_out["methods"][method] = entry
         out["envs"][name] = env_out
     return out
@@ -333,7 +338,8 @@ def write(results: dict, command: str) -> None:
         "that env; only `credit=` and `seed=` differ. Success = share of episodes with reward > 0.",
         "IQM over the (seeds x steps) matrix of per-step training success, 95 % stratified-bootstrap CIs",
         "(`rlgym_llm.eval.metrics`). Held-out: one episode per held-out task (the env config's eval temperature),",
-        "before and after RL (mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps.",
+        "before and after RL (mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps (where runs end up)",
+        "and over all steps (how fast they get there).",
         "",
     ]
     lines += ["## Verdicts", ""] + [f"- {v}" for v in verdicts(results)] + [""]
@@ -404,10 +410,11 @@ def verdicts(results: dict) -> list[str]:
             continue
         for method, e in methods.items():
             if "vs_grpo_last_half" in e:
-                v = e["vs_grpo_last_half"]
+                v, a = e["vs_grpo_last_half"], e["vs_grpo_all_steps"]
                 out.append(
-                    f"{name}: {method} vs GRPO: {v['verdict']} (IQM diff {v['diff']:+.3f}, 95% CI "
-                    f"[{v['low']:+.3f}, {v['high']:+.3f}], {len(e['seeds'])} vs {len(methods['grpo']['seeds'])} seeds)."
+                    f"{name}: {method} vs GRPO: {v['verdict']} over the last half (IQM diff {v['diff']:+.3f}, 95% CI "
+                    f"[{v['low']:+.3f}, {v['high']:+.3f}]); {a['verdict']} over all steps ({a['diff']:+.3f} "
+                    f"[{a['low']:+.3f}, {a['high']:+.3f}]); {len(e['seeds'])} vs {len(methods['grpo']['seeds'])} seeds."
                 )
     return out
 
