@@ -45,7 +45,7 @@ bench-peers:  ## env step cost vs GEM / SkyRL-gym, GRPO update vs TRL (installs 
 	$(PY) benchmarks/peers/env_step.py
 	$(PY) benchmarks/peers/grpo_update.py
 
-bench-learning:  ## GRPO vs turn-level credit methods on Search/Code/GUI with the tiny model (~1 h on 2 cores, resumable)
+bench-learning:  ## GRPO vs turn-level credit methods on Counter/Search/Code/GUI with the tiny model (~2 h on 2 cores, resumable)
 	$(PY) benchmarks/learning/run.py
 
 clean:
