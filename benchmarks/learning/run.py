@@ -314,7 +314,9 @@ def report(envs: list[str], window: int = 2) -> dict:
                     ("vs_grpo_all_steps", x, grpo_x),
                 ):
                     d, low, high = _diff_ci(mine, theirs)
-                    verdict = "beats GRPO" if low > 0 else "worse than GRPO" if high < 0 else "no significant difference"
+                    verdict = (
+                        "beats GRPO" if low > 0 else "worse than GRPO" if high < 0 else "no significant difference"
+                    )
                     entry[key] = {"diff": d, "low": low, "high": high, "verdict": verdict}
             env_out["methods"][method] = entry
         out["envs"][name] = env_out
