@@ -25,6 +25,7 @@ ARGS = [
     "trainer.save_every=1",
     "trainer.keep_checkpoints=5",
     "trainer.eval_tasks=2",
+    "trainer.eval_every=1",  # held-out evaluations between steps must not disturb the replay
     "trainer.entropy_coef=0.01",
     "trainer.filter_zero_variance=false",
     "trainer.lr=1e-3",
