@@ -81,6 +81,15 @@ def test_every_problem_is_reported_at_once_with_its_fix():
         assert fix in text
 
 
+def test_noisy_teacher_and_periodic_eval_settings_are_checked():
+    with pytest.raises(ConfigError) as e:
+        load_config("train", ["sft.idle_prob=1.0", "trainer.eval_every=-1"])
+    assert len(e.value.problems) == 2
+    assert "sft.idle_prob must be in [0, 1)" in str(e.value) and "trainer.eval_every must be >= 0" in str(e.value)
+    cfg = load_config("train")  # the main job: a noisy teacher, held-out success every 5 steps
+    assert cfg.sft.idle_prob == 0.5 and not cfg.sft.successful_only and cfg.trainer.eval_every == 5
+
+
 def test_unknown_group_option_lists_the_available_ones():
     with pytest.raises(ConfigError, match="Available options in 'credit'"):
         load_config("train", ["credit=ppo"])
