@@ -26,7 +26,8 @@ from typing import Any
 
 from rlgym_envs.swe.instances import Instance, is_test_path, read_repo
 from rlgym_envs.swe.patches import PatchError, apply_patch, make_patch
-from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.errors import ConfigError, DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
 
 
 def _test_list(row: Mapping[str, Any], key: str, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -60,6 +61,9 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
     repo_dir = (base / repo_field) if isinstance(repo_field, str) and repo_field else None
     if repo_dir is None or not repo_dir.is_dir():
         problems.append(f"{where}: repo_dir (or repo) must name a directory, got {repo_field!r}")
+    elif _is_system_dir(repo_dir):
+        problems.append(f"{where}: repo_dir {str(repo_dir)!r} is a system directory, not a repository")
+        repo_dir = None
     f2p = _test_list(row, "FAIL_TO_PASS", where, problems)
     p2p = _test_list(row, "PASS_TO_PASS", where, problems)
     if not f2p and not problems:
@@ -74,6 +78,8 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
         raise ConfigError(problems)
     assert repo_dir is not None and isinstance(instance_id, str) and isinstance(statement, str)
     files = read_repo(repo_dir)
+    if not any(p.endswith(".py") and not is_test_path(p) for p in files):
+        raise ConfigError([f"{where}: repo_dir {str(repo_dir)!r} holds no Python source file; is it the repository?"])
     test_files = {p: t for p, t in files.items() if is_test_path(p)}
     gold: dict[str, str] = {}
     try:
@@ -85,6 +91,11 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
             gold = {p: t for p, t in fixed.items() if files.get(p) != t}
     except PatchError as e:
         raise ConfigError([f"{where}: {e}"]) from None
+    missing = sorted({t.split("::")[0] for t in f2p + p2p} - set(files) - set(test_files))
+    if missing:
+        raise ConfigError(
+            [f"{where}: the test files {missing[:5]} named by FAIL_TO_PASS/PASS_TO_PASS are not in {str(repo_dir)!r}"]
+        )
     return Instance(
         id=instance_id,
         repo=Path(repo_dir).name,
@@ -98,25 +109,28 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
     )
 
 
+# Virtual and system trees: never a user's repository, and reading them can block (FIFOs, /proc, /dev).
+_SYSTEM_ROOTS = ("/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/usr", "/bin", "/sbin", "/lib", "/var")
+
+
+def _is_system_dir(path: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == Path("/") or any(resolved == Path(r) or Path(r) in resolved.parents for r in _SYSTEM_ROOTS)
+
+
 def load_instances(path: str | Path) -> list[Instance]:
     """Every instance of a SWE-bench-style JSONL file (blank lines skipped).
 
     Raises:
-        ConfigError: the file is missing, or rows are malformed (every problem listed at once).
+        DataFileError: lines are not UTF-8 text, not JSON, or malformed rows (every problem listed at once).
+        ConfigError: the file is missing or holds no instance.
     """
     source = Path(path)
     if not source.is_file():
         raise ConfigError([f"SWE dataset {str(source)!r} does not exist"])
     instances, problems, seen = [], [], set()
-    for n, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for n, row in read_jsonl(source, problems=problems):  # lines that are not UTF-8 or JSON: in `problems`
         where = f"{source.name}:{n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append(f"{where}: not valid JSON ({e.msg})")
-            continue
         if not isinstance(row, dict):
             problems.append(f"{where}: each line must be a JSON object")
             continue
@@ -130,7 +144,7 @@ def load_instances(path: str | Path) -> list[Instance]:
         seen.add(inst.id)
         instances.append(inst)
     if problems:
-        raise ConfigError(problems)
+        raise DataFileError(problems)
     if not instances:
         raise ConfigError([f"SWE dataset {str(source)!r} has no instances"])
     return instances
