@@ -88,7 +88,7 @@ def test_oracle_when_the_failing_tests_are_hidden():
     try:
         env.reset(options={"instance_id": "pqueue-2"})
         report = env.step({"role": "assistant", "tool_calls": [{"name": "run_tests", "arguments": {}}]})[0]
-        assert "0 failed" in report[0]["content"]  # the buggy tree passes every test the agent can see
+        assert "failed" not in report[0]["content"]  # the buggy tree passes every test the agent can see
         assert "test_remove_keeps_the_heap_order" not in report[0]["content"]
         reward, info, _ = play(env, SWEOracleAgent(env), options={"instance_id": "pqueue-2"})
         assert reward == 1.0 and info["signals"]["tests"]["vector"][0] is True

@@ -39,7 +39,7 @@ def test_oracle_resolves_loaded_instances_in_docker(env, instance_id):
     assert reward == 1.0 and info["outcome"]["components"]["pass_to_pass"] == 1.0
     harness = env.unwrapped._harness
     assert harness.backend == "docker" and type(harness._box).__name__ == "DockerSandbox"
-    assert harness.options == {"image": "rlgym-sandbox:py3"}
+    assert harness.options["image"] == "rlgym-sandbox:py3"
 
 
 @pytest.mark.parametrize("instance_id", IDS[:2])
@@ -61,7 +61,7 @@ def test_rewritten_tests_do_not_count_in_docker(env):
         new_str="pass",
     )
     step("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,')
-    assert "0 failed" in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
+    assert "failed" not in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
     _, reward, _, _, info = step("submit")
     assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
 
@@ -90,12 +90,12 @@ FIX_LRU2 = {
 }
 
 
-def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
+def test_modules_planted_in_the_box_are_never_imported_by_the_grader(env):
     env.reset(options={"instance_id": "lrucache-2"})
     step = lambda name, **args: env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))  # noqa: E731
     step("edit_file", path="tests/test_plant.py", old_str="", new_str=PLANT)
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]  # runner unharmed
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]  # pytest unharmed
     step("edit_file", **FIX_LRU2)
     _, reward, _, _, info = step("submit")
     assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files

@@ -12,9 +12,8 @@ One JSON object per line:
      "patch": "diff --git ..."}              # optional: the gold fix (for oracles and checks)
 
 `repo` is accepted in place of `repo_dir` when it names a directory. `FAIL_TO_PASS`/`PASS_TO_PASS`
-may also be JSON-encoded strings, as in the SWE-bench datasets. Test ids use pytest's form; the
-in-box runner runs unittest test methods, plain `test_*` functions and methods of `Test*` classes
-(parametrized pytest ids are not supported).
+may also be JSON-encoded strings, as in the SWE-bench datasets. Test ids are pytest node ids;
+grading runs real pytest.
 """
 
 from __future__ import annotations
