@@ -26,7 +26,7 @@ def play(env, agent, **reset_kwargs):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/SWE-v0")
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
     yield env
     env.close()
 
@@ -53,7 +53,7 @@ def test_oracle_resolves_every_shipped_instance(env):
 
 
 def test_idle_agent_gets_zero_and_is_truncated():
-    env = rlgym_llm.make("rlgym/SWE-v0", max_turns=5)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=5)
     try:
         for instance_id in ONE_PER_REPO:
             reward, info, infos = play(env, IdleAgent(), options={"instance_id": instance_id})
@@ -84,7 +84,7 @@ def test_agents_on_instances_loaded_from_swebench_style_jsonl(tmp_path):
 
 
 def test_oracle_when_the_failing_tests_are_hidden():
-    env = rlgym_llm.make("rlgym/SWE-v0", hide_tests=True)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", hide_tests=True)
     try:
         env.reset(options={"instance_id": "pqueue-2"})
         report = env.step({"role": "assistant", "tool_calls": [{"name": "run_tests", "arguments": {}}]})[0]

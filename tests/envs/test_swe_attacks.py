@@ -105,7 +105,7 @@ ATTACKS = {"frame_walk": FRAME_WALK, "writer": WRITER, "invert": INVERT, "fd_sca
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)], scope="module")
 def env(request):
-    env = rlgym_llm.make("rlgym/SWE-v0", backend=request.param)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", backend=request.param)
     yield env
     env.close()
 

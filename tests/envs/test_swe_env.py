@@ -21,7 +21,7 @@ def content(messages):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/SWE-v0")
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
     yield env
     env.close()
 
@@ -281,7 +281,7 @@ def test_a_hanging_test_is_stopped():
 
 
 def test_turn_limit_grades_the_tree_as_it_stands():
-    env = rlgym_llm.make("rlgym/SWE-v0", max_turns=2)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=2)
     try:
         env.reset(options={"instance_id": "lrucache-2"})
         env.step(call("edit_file", **FIX_LRU2))
@@ -293,7 +293,7 @@ def test_turn_limit_grades_the_tree_as_it_stands():
 
 
 def test_sparse_signals_grade_only_at_the_end():
-    env = SWEEnv(instance_ids=["lrucache-2"], dense_signals=False)
+    env = SWEEnv(tier="toy", instance_ids=["lrucache-2"], dense_signals=False)
     try:
         env.reset(seed=0)
         _, _, _, _, info = env.step(call("edit_file", **FIX_LRU2))
@@ -306,12 +306,13 @@ def test_sparse_signals_grade_only_at_the_end():
 
 def test_config_errors():
     with pytest.raises(ConfigError, match="unknown instance id"):
-        SWEEnv(instance_ids=["nope"])
+        SWEEnv(tier="toy", instance_ids=["nope"])
     with pytest.raises(ConfigError, match="does not exist"):
         SWEEnv(dataset="/no/such/file.jsonl")
     with pytest.raises(ConfigError) as err:
-        SWEEnv(backend="vm", test_timeout=0)
-    assert len(err.value.problems) == 2 and "unknown sandbox backend 'vm'" in err.value.problems[0]
+        SWEEnv(backend="vm", test_timeout=0, tier="huge")
+    assert len(err.value.problems) == 3 and "unknown sandbox backend 'vm'" in err.value.problems[0]
+    assert "unknown tier 'huge'" in err.value.problems[1]
 
 
 def test_breaking_a_passing_test_lowers_progress(env):
@@ -335,7 +336,7 @@ def test_envs_in_threads_share_the_sandbox_loop():
     from concurrent.futures import ThreadPoolExecutor
 
     def episode(instance_id):
-        env = rlgym_llm.make("rlgym/SWE-v0")
+        env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
         try:
             env.reset(options={"instance_id": instance_id})
             inst = env.unwrapped.task

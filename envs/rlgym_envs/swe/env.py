@@ -65,6 +65,8 @@ SYSTEM_PROMPT = (
 )
 NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submit()."
 MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
+BUILT_SET = Path(__file__).with_name("data") / "swe_v0.jsonl"  # `python -m rlgym_envs.swe.factory build`
+TIERS = ("real", "toy")
 # outcome_level signal: an ordered summary of where the episode ended (higher is better).
 NO_SUBMISSION, EMPTY_PATCH, TESTS_FAIL, TESTS_PASS = 0, 1, 2, 3
 
@@ -105,8 +107,11 @@ class SWEEnv(Env):
     """Repository bug fixing in a sandbox (see the module docstring for the episode rules).
 
     Args:
-        dataset: None for the shipped instances, a SWE-bench-style JSONL file (see
+        dataset: None for the shipped instances (see `tier`), a SWE-bench-style JSONL file (see
             `rlgym_envs.swe.swebench`), or a sequence of `Instance`s.
+        tier: which shipped instances `dataset=None` means: "real" (the default; bugs injected
+            into pinned releases of real projects, `data/swe_v0.jsonl`, sources fetched on first
+            use) or "toy" (24 bugs in six small libraries written for this project).
         instance_ids: keep only these instances.
         backend: the sandbox backend, "local" (default) or "docker".
         limits: limits of each test run (default: 60 s wall and CPU, 1 GiB).
@@ -122,6 +127,7 @@ class SWEEnv(Env):
     def __init__(
         self,
         dataset: str | Path | Sequence[Instance] | None = None,
+        tier: str = "toy",
         instance_ids: Sequence[str] | None = None,
         backend: str = "local",
         limits: Limits | Mapping[str, Any] | None = None,
@@ -134,16 +140,18 @@ class SWEEnv(Env):
         problems = []
         if backend not in BACKENDS:
             problems.append(f"unknown sandbox backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        if tier not in TIERS:
+            problems.append(f"unknown tier {tier!r}; choose one of {list(TIERS)}")
         if not test_timeout > 0:
             problems.append(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
         if problems:
             raise ConfigError(problems)
-        if dataset is None:
+        if dataset is None and tier == "toy":
             instances: Sequence[Instance] = builtin_instances()
-        elif isinstance(dataset, (str, Path)):
+        elif dataset is None or isinstance(dataset, (str, Path)):
             from rlgym_envs.swe.swebench import load_instances
 
-            instances = load_instances(dataset)
+            instances = load_instances(BUILT_SET if dataset is None else dataset)
         else:
             instances = list(dataset)
         if instance_ids is not None:

@@ -29,7 +29,8 @@ def status_lines(log: str) -> Iterable[tuple[str, str]]:
             if line.startswith("FAILED"):
                 line = line.replace(" - ", " ")
             fields = line.split()
-            if len(fields) > 1:
+            # "SKIPPED [2] tests/x.py:10: reason" counts skips; "[2]" is not a test (swebench skips it too).
+            if len(fields) > 1 and not (fields[0] == "SKIPPED" and re.fullmatch(r"\[\d+\]", fields[1])):
                 yield fields[0], fields[1]
 
 
