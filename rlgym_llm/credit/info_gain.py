@@ -228,5 +228,21 @@ METHODS = (
         unit="turn",
         formula="r_{i,t} = p_{i,t+1} - p_{i,t}, last turn R_i; z-scored; discounted",
         needs="gold answer (trainer side), scoring pass",
+        default=(
+            "The paper's: r = p_{t+1} - p_t on every turn but the last, R_i (F1 in the paper) on the last; "
+            "every turn reward of the group z-scored in one pool (`norm: joint`, population std, as the "
+            "authors' `compute_grpo_outcome_advantage`); A_{i,t} = sum_{k>=t} gamma^{k-t} r~_{i,k}, gamma 1. "
+            "Length effect by design: a success that spreads the same information gain over more turns "
+            "sums more centred terms (hand case in tests/credit/test_length.py: first-turn 1.76 vs 0)."
+        ),
+        options=(
+            "`norm: separate` (outcomes and gains z-scored apart: the authors' train.sh); `norm: per_index` "
+            "(per prompt and turn index, A2TGPO); `kind: log_prob_diff` (the train.sh's gain); `gamma < 1`."
+        ),
+        differences=(
+            "The authors divide by sqrt(var + 1e-8) + 1e-6 (eps 1e-6 here: equal to ~1e-8); a turn whose "
+            "normalised reward is exactly 0 merges with the next in their code, not here; the F1 curriculum "
+            "is not implemented."
+        ),
     ),
 )

@@ -3,8 +3,11 @@ Stepwise Progress Attribution", arXiv 2505.20732, code WangHanLinHenry/SPA-RL-Ag
 
 A progress estimator (trained elsewhere, on explored trajectories) splits each trajectory's outcome
 into per-step contributions c_t; a grounding bonus rewards executable actions. The paper trains with
-PPO and a value head; here the step rewards are normalised within the group instead (critic-free,
-as for turn-level GRPO), which is this library's choice, not the paper's.
+PPO and a value head (GAE, gamma 0.99, lambda 0.95); here, critic-free, each step's reward is
+z-scored over the group's steps and is the step's advantage (gamma 0): the estimator is trained so
+that the contributions add up to the outcome, so c_t already plays the part of the TD error
+V(s_{t+1}) - V(s_t) that GAE sums, and a return summed over later steps would grow with the
+number of steps. This is the library's choice, not the paper's.
 """
 
 from __future__ import annotations
@@ -52,20 +55,24 @@ def spa_advantages(
     tool_ok: Sequence[Sequence[bool | None]],
     *,
     bonus: float = 0.5,
-    gamma: float = 0.99,
+    gamma: float = 0.0,
     ddof: int = 0,
     eps: float = 1e-6,
 ) -> Ragged:
     """Critic-free SPA advantages for one group.
 
     r~_{i,t} = c_{i,t} + g_{i,t};  z-score r~ pooled over every step of the group;
-    A_{i,t} = sum_{k >= t} gamma^(k - t) z(r~)_{i,k}.
+    A_{i,t} = sum_{k >= t} gamma^(k - t) z(r~)_{i,k}   (gamma 0: A_{i,t} = z(r~)_{i,t}).
+
+    With gamma 0 a step's advantage depends only on its own reward and the group's step statistics,
+    so two trajectories that differ only in length are not ranked by length. With gamma > 0 the sum
+    of centred rewards over later steps grows (or shrinks) with the number of steps.
 
     Args:
         contributions: per trajectory, the estimator's c_{i,t}.
         tool_ok: per trajectory, whether each step's action executed.
         bonus: the grounding reward [0.5].
-        gamma: discount of the step returns [0.99, the paper's PPO gamma].
+        gamma: discount of the sum over later steps [0: none; the paper's PPO uses 0.99 with a critic].
         ddof, eps: the std of the normalisation (see `normalize`).
 
     Returns:
@@ -103,13 +110,14 @@ class SPAParams:
     Args:
         outcome: R_i, the outcome the estimator's contributions add up to.
         bonus: the grounding reward of a step whose tool call ran.
-        gamma: discount of the step returns (the paper's PPO gamma).
+        gamma: discount of the sum over later steps' z-scored rewards (0: each step its own; > 0
+            reintroduces a length effect).
         ddof, eps: the std of the normalisation.
     """
 
     outcome: str = "reward"
     bonus: float = 0.5
-    gamma: float = 0.99
+    gamma: float = 0.0
     ddof: Literal[0, 1] = 0
     eps: float = 1e-6
 
@@ -134,5 +142,16 @@ METHODS = (
         unit="step",
         formula="r_{i,t} = c_{i,t} + g_{i,t}; z-scored; discounted",
         needs="`tool_ok`, a progress estimator",
+        default=(
+            "r~_{i,t} = c_{i,t} + g_{i,t} (estimator contribution + 0.5 grounding if the step's tool call ran, "
+            "always on the last step), z-scored over every step of the group; each step's advantage is its "
+            "own z-score (gamma 0), so two successes that differ only in length are not ranked by length."
+        ),
+        options="`gamma > 0` (sum of later steps' z-scored rewards: Monte Carlo returns, length-dependent).",
+        differences=(
+            "The paper runs PPO with a value head (GAE, gamma 0.99, lambda 0.95); this trainer is critic-free. "
+            "Not copied from the released code: c_t overwritten by a leave-one-out advantage, and the step "
+            "weight (n - t - 1) that zeroes the last step."
+        ),
     ),
 )
