@@ -121,6 +121,8 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         "trained_on": len(chosen),
         "zero_variance_share": s.n_zero_variance_groups / max(s.n_groups, 1),
         "zero_advantage_share": s.n_zero_advantage_groups / max(s.n_groups, 1),
+        # 1.0 on every step: the method gave exactly GRPO's advantages (the learning report checks it)
+        "grpo_equal_share": s.n_grpo_equal_groups / max(s.n_groups, 1),
         "adv_std": s.adv_std,
         "kl": update.get("kl", 0.0),
         "approx_kl": update.get("approx_kl", 0.0),

@@ -146,7 +146,7 @@ def test_noisy_teacher_and_periodic_eval_settings_are_checked():
 
 
 def test_unknown_group_option_lists_the_available_ones():
-    with pytest.raises(ConfigError, match="options of `credit`: drgrpo, gated, gigpo, grpo"):
+    with pytest.raises(ConfigError, match="options of `credit`: dra, drgrpo, gated, gigpo, grpo"):
         load_config("train", ["credit=ppo"])
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlgym_llm.credit import compute_advantages, igpo_advantages, spa_advantages
+from rlgym_llm.credit import compute_advantages, gated_advantages, igpo_advantages, spa_advantages
 from tests.credit.trajfactory import make_trajectory
 
 value = st.floats(-1, 1, allow_nan=False)
@@ -62,3 +62,11 @@ def test_igpo_length_effect_is_the_authors_by_design():
     adv = igpo_advantages([[0.2, 0.6], [0.2, 0.4, 0.6, 0.6], [0.2, 0.2]], [1.0, 1.0, 0.0], eps=0.0)
     np.testing.assert_allclose([adv[0][0], adv[1][0]], [1.7638342, 0.0], atol=1e-6)
     np.testing.assert_allclose([adv[0][-1], adv[1][-1]], [0.65 / 0.3968627] * 2, atol=1e-6)  # same outcome term
+
+
+def test_gated_accumulation_length_effect_is_the_papers_by_design():
+    # G-RA accumulates the immediate rewards of the turns before the last when the gate holds: a success
+    # with three valid calls before its answer returns 1 + 3, one with one valid call 1 + 1 (D-RA likewise).
+    # returns [2, 4, 0]: mean 2, population std sqrt(8 / 3) = 1.6329932 -> A = [0, 1.2247449, -1.2247449]
+    adv = gated_advantages([[1.0, 1.0], [1.0] * 4, [0.0, 0.0]], [1.0, 1.0, 0.0], tau=0.5, eps=0.0)
+    np.testing.assert_allclose([adv[0][0], adv[1][0], adv[2][0]], [0.0, 1.2247449, -1.2247449], atol=1e-6)

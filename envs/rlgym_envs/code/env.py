@@ -18,7 +18,8 @@ Episode rules:
   `info["signals"]["tests"]` on the submitting step: what weighted partial credit (VeRPO) needs.
 - Signals: `tool_ok`; `progress` (the visible-example pass fraction of the last run, then the hidden
   pass fraction after the submission); `tests` (hidden, after the submission); `reward_components`;
-  extras `examples` (the last run's visible pass vector) and `calls_made`.
+  extras `examples` (the last run's visible pass vector), `calls_made` and `outcome_level` (ordered:
+  0 no submission < 1 submitted, no hidden test passes < 2 some pass < 3 all pass; G-RA's gate).
 - Hidden tests and the reference solution live on `env.task` (`hidden["tests"]`, `answer`), never in
   an observation. How the harness keeps verdicts unforgeable: `rlgym_envs.code.grading`.
 
@@ -279,8 +280,16 @@ class CodeEnv(Env):
             progress=progress,
             tests=tests,
             reward_components=self.outcome()["components"],
-            extra={"examples": examples, "calls_made": self._calls},
+            extra={"examples": examples, "calls_made": self._calls, "outcome_level": self.outcome_level()},
         )
+
+    def outcome_level(self) -> int:
+        """The ordered outcome (higher is better), G-RA's gate: 0 no submission, 1 submitted but no hidden
+        test passes, 2 some pass, 3 all pass."""
+        if self._hidden is None:
+            return 0
+        passed = sum(r.passed for r in self._hidden)
+        return 3 if passed == len(self._hidden) else 2 if passed else 1
 
     def outcome(self) -> dict[str, Any]:
         results = self._hidden or []
