@@ -90,8 +90,16 @@ def run(
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
         trainer = PolicyTrainer(model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model)
+        first_tasks = cfg.env.train_seed_start
         credit = CreditAssigner.build(
-            cfg.credit.method, cfg.credit.params, model=model, tokenizer=tokenizer, make_env=make_env, seed=cfg.seed
+            cfg.credit.method,
+            cfg.credit.params,
+            model=model,
+            tokenizer=tokenizer,
+            make_env=make_env,
+            seed=cfg.seed,
+            # SPA's offline estimator: warm-up explorations of the starting policy on training tasks
+            explore=lambda n: rollouts.run_sync(list(range(first_tasks, first_tasks + n))),
         )
 
         # 6. loop: collect -> credit -> update -> sync, checkpointed; resumes from out_dir/checkpoints
