@@ -24,26 +24,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 
-def _load(args: argparse.Namespace) -> Any:
-    """The validated config, or None after printing it (`--print-config`) or its problems."""
+def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
+    """(the validated config of `configs/<name>.yaml`, 0), or (None, exit code) after printing its
+    problems (2) or the config itself (`--print-config`: 0; an invalid config is not printed)."""
     from rlgym_llm.recipes import parts
 
     try:
-        cfg = parts.load("train", args.overrides, args.config_dir)
+        cfg = parts.load(name, args.overrides, getattr(args, "config_dir", None))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return None
+        return None, 2
     if args.print_config:
         print(parts.config_yaml(cfg))
-        return None
-    return cfg
+        return None, 0
+    return cfg, 0
 
 
 def run_train(args: argparse.Namespace) -> int:
     """`rlgym train`: SFT warm-up (optional), then the RL loop; prints a before/after summary."""
-    cfg = _load(args)
+    cfg, rc = load_or_print("train", args)
     if cfg is None:
-        return 0 if args.print_config else 2
+        return rc
     from rich.console import Console
 
     from rlgym_llm.recipes import train
@@ -79,9 +80,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sft(args: argparse.Namespace) -> int:
     """`rlgym sft`: only the supervised warm-up; measures held-out success before and after it."""
-    cfg = _load(args)
+    cfg, rc = load_or_print("train", args)
     if cfg is None:
-        return 0 if args.print_config else 2
+        return rc
     from rich.console import Console
 
     from rlgym_llm.recipes import sft

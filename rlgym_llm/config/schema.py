@@ -13,9 +13,12 @@ each class's `__post_init__`; rules between sections are `train_rules` / `eval_r
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
+from rlgym_llm.core import validation
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
@@ -206,16 +209,69 @@ class TrainConfig:
     progress: bool = True
 
 
-def _sampling_rules(policy: PolicyConfig) -> list[str]:
-    if policy.sampling.seed is not None:
-        return ["`policy.sampling.seed` must be null: every request gets its own seed from the run's `seed`"]
+def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]:
+    """`env.kwargs` (with the sandbox keyword) checked against the env's constructor, before anything
+    is built: unknown names with the closest valid one, values that do not fit its annotations,
+    required arguments missing. The env's module is imported (its class is needed), not run."""
+    import importlib
+
+    from rlgym_llm.core import registry
+    from rlgym_llm.core.errors import UnknownEnvError
+
+    defaults: dict[str, Any] = {}
+    if env.entry_point and env.id not in registry.list_envs():
+        target: Any = env.entry_point
+    else:
+        try:
+            spec = registry.spec(env.id)
+        except UnknownEnvError as e:
+            return [f"`env.id={env.id}`: {e} (or set env.entry_point=module:Class to register it)"]
+        target, defaults = spec.entry_point, dict(spec.kwargs or {})
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        try:
+            target = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            return [f"the entry point {module}:{name} of {env.id} cannot be imported: {type(e).__name__}: {e}"]
+    kwargs = dict(env.kwargs)
+    if env.sandbox_kwarg and sandbox is not None:
+        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
+    return validation.check_call(target, kwargs, "env.kwargs.", given=defaults)
+
+
+def out_dir_rules(out_dir: str | None, key: str = "out_dir") -> list[str]:
+    """A run folder that cannot be created is reported now, not after the model has loaded."""
+    if out_dir is None:
+        return []
+    path = Path(out_dir).expanduser().absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        return [f"`{key}={out_dir}`: {existing} is not a folder"]
+    try:  # os.access says yes to root in /proc; only creating something there tells
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as e:
+        return [f"`{key}={out_dir}`: cannot create folders in {existing} ({e.strerror}); choose another {key}"]
     return []
+
+
+def _sampling_rules(policy: PolicyConfig) -> list[str]:
+    p = []
+    if policy.sampling.seed is not None:
+        p.append("`policy.sampling.seed` must be null: every request gets its own seed from the run's `seed`")
+    if policy.backend == "vllm":  # found now, not after the model has loaded
+        from rlgym_llm.rollout.vllm_server import VLLMEnvMissingError, find_vllm_python
+
+        try:
+            find_vllm_python()
+        except VLLMEnvMissingError as e:
+            p.append(f"`policy=vllm`: {e}")
+    return p
 
 
 def train_rules(cfg: TrainConfig) -> list[str]:
     """Rules between the sections of a `TrainConfig`, each with its fix. The credit parameters
     are resolved in place: `cfg.credit.params` then lists every parameter of the method."""
-    p = _sampling_rules(cfg.policy)
+    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox) + out_dir_rules(cfg.out_dir)
     if cfg.credit.method in METHODS:  # an unknown method is already reported
         try:
             cfg.credit.params = dict(vars(resolve_params(cfg.credit.method, cfg.credit.params, "credit.params.")))
@@ -307,7 +363,7 @@ class EvalConfig:
 
 def eval_rules(cfg: EvalConfig) -> list[str]:
     """Rules between the sections of an `EvalConfig`, each with its fix."""
-    p = _sampling_rules(cfg.policy)
+    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox) + out_dir_rules(cfg.out_dir)
     if cfg.policy.sampling.temperature == 0 and cfg.samples > 1:
         p.append(
             "greedy sampling (temperature 0) repeats one episode: set samples=1 or policy.sampling.temperature=1.0"

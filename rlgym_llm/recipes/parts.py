@@ -79,6 +79,19 @@ def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callabl
     return lambda: rlgym_llm.make(env.id, max_turns=env.max_turns, **kwargs)
 
 
+def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
+    """Build the env once and close it, before anything heavy starts: the constructor's own checks
+    of its arguments (a level out of range, a dataset that does not exist) fail now, as a config
+    error, instead of in every episode after the model has loaded."""
+    try:
+        built = env_factory(env, sandbox)()
+    except ConfigError as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {p}" for p in e.problems]) from e
+    except (TypeError, ValueError, LookupError, OSError) as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {type(e).__name__}: {e}"]) from e
+    built.close()
+
+
 def model_dir(policy: PolicyConfig) -> Path:
     """The Hugging Face folder of `policy.model` (`tiny` and `smollm2` are built/converted once, cached)."""
     if policy.model == "tiny":

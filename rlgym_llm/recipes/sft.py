@@ -108,6 +108,7 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # model -> agent
+    parts.probe_env(cfg.env, cfg.sandbox)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
     model, tokenizer = parts.load_model(folder)

@@ -54,6 +54,7 @@ def run(
     (out / "config.yaml").write_text(parts.config_yaml(cfg))
 
     # 1. model (warmed up on oracle demonstrations), and the env it acts in
+    parts.probe_env(cfg.env, cfg.sandbox)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
     model, tokenizer = parts.load_model(folder)
