@@ -2,7 +2,7 @@
 
     rlgym eval                                              # the tiny model on Math-v0
     rlgym eval env=gui policy.model=smollm2 tasks=16 samples=4
-    rlgym eval checkpoint=runs/train                        # the newest checkpoint of a training run
+    rlgym eval checkpoint=runs/demo                         # the newest checkpoint of a training run
     rlgym eval policy=openai policy.base_url=http://127.0.0.1:8000/v1 policy.model=smollm2
     rlgym eval policy=vllm policy.model=smollm2             # starts a vLLM server (`make vllm-env`)
 

@@ -68,6 +68,11 @@ def run_train(args: argparse.Namespace) -> int:
         f"  held-out success ({cfg.trainer.eval_tasks} tasks): before RL {fmt(summary['before'])}, "
         f"after {fmt(summary['after'])}"
     )
+    updates = summary["updates"]
+    why = ", ".join(f"{reason}: {n}" for reason, n in updates["skip_reasons"].items())
+    print(f"  updates: {updates['done']} done, {updates['skipped']} skipped" + (f" ({why})" if why else ""))
+    if summary["steps"] and not updates["done"]:
+        print("  no update happened: the weights are those RL started from")
     first, last = summary["train_success_first"], summary["train_success_last"]
     if first is not None:
         print(f"  training success: first step {first:.3f}, mean of the last 3 steps {last:.3f}")

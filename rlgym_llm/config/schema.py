@@ -191,8 +191,11 @@ class TrainConfig:
 
     Args:
         seed: seeds model sampling, torch and the task order.
-        out_dir: metrics.jsonl, checkpoints/, curve.png and summary.json go here.
-        resume: continue from the newest checkpoint in `out_dir` when there is one.
+        out_dir: the run's folder: config.yaml, metrics.jsonl, checkpoints/, curve.png and
+            summary.json go here. It must be new or empty (`configs/train.yaml` makes a timestamped
+            one, `runs/train/<date>_<time>`).
+        resume: a run folder to continue from its newest checkpoint (then `out_dir` is that folder);
+            its config must match this one in everything but `trainer.steps`.
         progress: show a progress bar.
     """
 
@@ -205,7 +208,7 @@ class TrainConfig:
     sft: SFTConfig = field(default_factory=SFTConfig)
     seed: int = 0
     out_dir: str = "runs/train"
-    resume: bool = True
+    resume: str | None = None
     progress: bool = True
 
 
@@ -271,7 +274,8 @@ def _sampling_rules(policy: PolicyConfig) -> list[str]:
 def train_rules(cfg: TrainConfig) -> list[str]:
     """Rules between the sections of a `TrainConfig`, each with its fix. The credit parameters
     are resolved in place: `cfg.credit.params` then lists every parameter of the method."""
-    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox) + out_dir_rules(cfg.out_dir)
+    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox)
+    p += out_dir_rules(cfg.resume, "resume") if cfg.resume is not None else out_dir_rules(cfg.out_dir)
     if cfg.credit.method in METHODS:  # an unknown method is already reported
         try:
             cfg.credit.params = dict(vars(resolve_params(cfg.credit.method, cfg.credit.params, "credit.params.")))
@@ -319,6 +323,9 @@ class EvalConfig:
         call_timeout_s: limit for one generate call (a batch of turns on a local model).
         threads: torch CPU threads for a local model (null: torch's default). On a machine shared
             with other jobs, 1 avoids OpenMP threads spinning against each other.
+        max_failed_share: fail the evaluation (exit 1, with the first error, no report) when more
+            than this share of its episodes fail (an unreachable endpoint, an env that raises);
+            1.0: report them as failed episodes.
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -340,6 +347,7 @@ class EvalConfig:
     episode_timeout_s: float = 600.0
     call_timeout_s: float = 120.0
     threads: int | None = None
+    max_failed_share: float = 0.5
 
     def __post_init__(self) -> None:
         p = [
@@ -355,6 +363,8 @@ class EvalConfig:
             p.append(f"`confidence={self.confidence}` must be in (0, 1), e.g. 0.95")
         if self.episode_timeout_s <= 0 or self.call_timeout_s <= 0:
             p.append("`episode_timeout_s` and `call_timeout_s` must be > 0")
+        if not 0 <= self.max_failed_share <= 1:
+            p.append(f"`max_failed_share={self.max_failed_share}` must be in [0, 1] (1.0: never fail)")
         if self.threads is not None and self.threads < 1:
             p.append(f"`threads={self.threads}` must be >= 1 (or null for torch's default)")
         if p:

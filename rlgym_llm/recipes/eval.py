@@ -72,6 +72,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
                 seed=cfg.seed,
                 writer=writer,
                 on_episode=progress,
+                max_failed_share=cfg.max_failed_share,
             )
         finally:
             if progress is not None:
