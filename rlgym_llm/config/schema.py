@@ -21,7 +21,7 @@ from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
 from rlgym_llm.rollout.policy import SamplingParams
 from rlgym_llm.sandbox.base import BACKENDS
-from rlgym_llm.train.config import TrainerConfig
+from rlgym_llm.train.config import Device, Precision, TrainerConfig
 
 
 def _at_least_one(obj: Any, *names: str) -> None:
@@ -96,6 +96,11 @@ class PolicyConfig:
         base_url: the endpoint of `openai` (e.g. http://127.0.0.1:8000/v1).
         served_model: the model name the endpoint expects (default: `model`).
         api_key_env: the environment variable holding the endpoint's API key.
+        gpu_memory_utilization: `vllm` on a GPU: the share of GPU memory the server may take (the
+            rest is the trainer's when both share one GPU).
+        tensor_parallel_size: `vllm` on GPUs: how many GPUs the server splits the model over.
+        server_gpus: `vllm` on GPUs: the GPUs the server sees (its CUDA_VISIBLE_DEVICES), e.g. [1,2]
+            to keep GPU 0 for the trainer (null: the GPUs this process sees, shared with the trainer).
         sampling: how rollouts sample (`seed` stays null: every request is seeded from the run's
             `seed`); `rlgym train`'s held-out measure uses `trainer.eval_temperature` instead of
             `temperature`.
@@ -109,10 +114,15 @@ class PolicyConfig:
     base_url: str | None = None
     served_model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    gpu_memory_utilization: float = 0.5
+    tensor_parallel_size: int = 1
+    server_gpus: list[int] | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
     def __post_init__(self) -> None:
-        _at_least_one(self, "max_context", "max_batch_size", "concurrency")
+        _at_least_one(self, "max_context", "max_batch_size", "concurrency", "tensor_parallel_size")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError([f"gpu_memory_utilization={self.gpu_memory_utilization} must be in (0, 1], e.g. 0.5"])
         if self.max_context <= self.sampling.max_tokens:
             raise ConfigError(
                 [
@@ -263,6 +273,9 @@ class EvalConfig:
         call_timeout_s: limit for one generate call (a batch of turns on a local model).
         threads: torch CPU threads for a local model (null: torch's default). On a machine shared
             with other jobs, 1 avoids OpenMP threads spinning against each other.
+        device: where a local model (policy=hf) or a vLLM server runs: auto (cuda when torch sees a
+            GPU), cpu or cuda.
+        dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -284,6 +297,8 @@ class EvalConfig:
     episode_timeout_s: float = 600.0
     call_timeout_s: float = 120.0
     threads: int | None = None
+    device: Device = "auto"
+    dtype: Precision = "auto"
 
     def __post_init__(self) -> None:
         p = [

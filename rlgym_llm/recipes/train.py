@@ -53,21 +53,23 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(parts.config_yaml(cfg))
 
-    # 1. model (warmed up on oracle demonstrations), and the env it acts in
+    # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
+    t = cfg.trainer
+    on = parts.compute(t.device, t.dtype)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
-    model, tokenizer = parts.load_model(folder)
+    model, tokenizer = parts.load_model(folder, on)
     # 2. agent: messages <-> tokens, model text -> actions
     agent = parts.build_agent(cfg.agent, tokenizer)
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
-        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report)
-    t = cfg.trainer
+        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, on=on)
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
 
     # 3. policy: the engine that samples, and takes the trainer's weights after every update
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, t.lora.r if t.lora.enabled else None)
+    lora_rank = t.lora.r if t.lora.enabled else None
+    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, lora_rank, on=on)
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
@@ -79,7 +81,7 @@ def run(
         ref_model = None
         if t.loss.kl_coef > 0:  # the policy RL starts from
             start_from = Path(cfg.sft.init) if cfg.sft.init else out / "sft_model" if cfg.sft.enabled else folder
-            ref_model, _ = parts.load_model(start_from)
+            ref_model, _ = parts.load_model(start_from, on)
         loss = dataclasses.replace(
             t.loss,
             # an engine in another program samples with weights the trainer cannot see: recompute pi_old
@@ -87,7 +89,9 @@ def run(
             norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * cfg.env.max_turns),
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
-        trainer = PolicyTrainer(model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model)
+        trainer = PolicyTrainer(
+            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on
+        )
         credit = CreditAssigner.build(
             cfg.credit.method, cfg.credit.params, model=model, tokenizer=tokenizer, make_env=make_env, seed=cfg.seed
         )

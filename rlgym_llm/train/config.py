@@ -20,6 +20,10 @@ KLEstimator = Literal["k1", "k2", "k3"]
 """Estimators of KL(pi || pi_ref) per token (see `losses.kl_penalty`)."""
 Schedule = Literal["constant", "linear", "cosine"]
 """The learning-rate schedule after warm-up."""
+Device = Literal["auto", "cpu", "cuda"]
+"""Where a local model computes (auto: cuda when torch sees a GPU, else cpu)."""
+Precision = Literal["auto", "float32", "bfloat16"]
+"""Matrix-product precision (auto: bfloat16 on a GPU, float32 on CPU); weights stay float32."""
 
 
 def _raise(problems: list[str]) -> None:
@@ -147,6 +151,11 @@ class TrainerConfig:
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
         threads: torch CPU threads.
+        device: where the model trains and (policy=hf) samples: auto (cuda when torch sees a GPU),
+            cpu or cuda (`rlgym_llm.rollout.device`).
+        dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
+            bfloat16 runs the matrix products under `torch.autocast`; the weights (the optimizer's
+            master copy), logprobs and losses stay float32. A vLLM server on a GPU loads the weights in it.
         optim: optimizer and schedule.
         loss: the policy loss.
         lora: LoRA settings.
@@ -163,6 +172,8 @@ class TrainerConfig:
     save_every: int = 10
     keep_checkpoints: int = 2
     threads: int = 2
+    device: Device = "auto"
+    dtype: Precision = "auto"
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from rlgym_llm.core.types import Trajectory
+from rlgym_llm.rollout.device import Compute
 from rlgym_llm.train.config import LossConfig, OptimConfig
 from rlgym_llm.train.losses import (
     BatchTotals,
@@ -63,6 +64,10 @@ class TrainBatch:
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
+    def to(self, device: torch.device) -> TrainBatch:
+        """The same batch on `device`."""
+        return TrainBatch(*(x.to(device) for x in self._fields()))
+
     def slice(self, start: int, end: int) -> TrainBatch:
         """Rows [start, end), trimmed to their longest sequence."""
         width = int(self.attention_mask[start:end].sum(-1).max())
@@ -81,6 +86,8 @@ class PolicyTrainer:
         optim: optimizer and schedule.
         micro_batch_size: rows per forward/backward pass.
         ref_model: the frozen reference policy (required when `loss.kl_coef > 0`).
+        compute: device and compute dtype (`rlgym_llm.rollout.device`; default: float32 where
+            `model`'s weights are). The models must already be on its device.
     """
 
     def __init__(
@@ -90,8 +97,10 @@ class PolicyTrainer:
         optim: OptimConfig | None = None,
         micro_batch_size: int = 8,
         ref_model: Any | None = None,
+        compute: Compute | None = None,
     ):
         self.model = model
+        self.compute = compute or Compute.of(model)
         self.loss_cfg = loss or LossConfig()
         self.optim_cfg = optim or OptimConfig()
         if self.loss_cfg.kl_coef > 0 and ref_model is None:
@@ -119,7 +128,9 @@ class PolicyTrainer:
         return 1.0 - progress if o.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
     def _logp(self, model: Any, mb: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits
+        with self.compute.autocast():
+            logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits
+        logits = logits.float()  # logprobs, entropy and the loss in float32 whatever the compute dtype
         return token_logprobs(logits, mb.input_ids), logits
 
     @torch.no_grad()
@@ -144,6 +155,7 @@ class PolicyTrainer:
     def accumulate(self, batch: TrainBatch) -> dict[str, float]:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
         cfg = self.loss_cfg
+        batch = batch.to(self.compute.device)
         old_all = self._old_logp(batch) if cfg.recompute_old_logp else batch.engine_logp
         totals = BatchTotals.of(batch.loss_mask, cfg.norm_const or 1.0)
         self.model.train()
