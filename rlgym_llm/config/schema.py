@@ -21,7 +21,7 @@ from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
 from rlgym_llm.rollout.policy import SamplingParams
 from rlgym_llm.sandbox.base import BACKENDS
-from rlgym_llm.train.config import Device, Precision, TrainerConfig
+from rlgym_llm.train.config import Device, LogConfig, Precision, TrainerConfig
 
 
 def _at_least_one(obj: Any, *names: str) -> None:
@@ -201,6 +201,7 @@ class TrainConfig:
         out_dir: metrics.jsonl, checkpoints/, curve.png and summary.json go here.
         resume: continue from the newest checkpoint in `out_dir` when there is one.
         progress: show a progress bar.
+        log: TensorBoard and Weights & Biases (`metrics.jsonl` is always written).
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -214,6 +215,7 @@ class TrainConfig:
     out_dir: str = "runs/train"
     resume: bool = True
     progress: bool = True
+    log: LogConfig = field(default_factory=LogConfig)
 
 
 def _sampling_rules(policy: PolicyConfig) -> list[str]:

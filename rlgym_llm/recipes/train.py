@@ -110,7 +110,7 @@ def run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume, on_step=on_step)
+        summary = train(run_parts, t, out, resume=cfg.resume, on_step=on_step, log=metrics_log(cfg, out))
     finally:
         asyncio.run(policy.close())
 
@@ -127,3 +127,16 @@ def run(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def metrics_log(cfg: TrainConfig, out: Path) -> Any:
+    """`metrics.jsonl`, with TensorBoard and W&B as `cfg.log` says (W&B gets the whole config)."""
+    import yaml
+
+    from rlgym_llm.train.metrics import MetricsLog
+
+    wandb = None
+    if cfg.log.wandb:
+        config = yaml.safe_load(parts.config_yaml(cfg))
+        wandb = {"project": cfg.log.wandb_project, "name": cfg.log.wandb_name, "config": config}
+    return MetricsLog(out, tensorboard=cfg.log.tensorboard, wandb=wandb)

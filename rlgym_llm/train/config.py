@@ -190,3 +190,22 @@ class TrainerConfig:
         if self.eval_every < 0:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
         _raise(p)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Where the per-step metrics go besides `metrics.jsonl`; every numeric field keeps its name
+    (`success`, `loss`, `failures/env`, ...) in each.
+
+    Args:
+        tensorboard: TensorBoard event files under `out_dir/tb` (the `tb` extra).
+        wandb: a Weights & Biases run (the `wandb` extra) holding the run's config; with
+            `WANDB_MODE=offline` it stays under `out_dir/wandb` until `wandb sync`.
+        wandb_project: the W&B project.
+        wandb_name: the W&B run name (null: the run folder's name).
+    """
+
+    tensorboard: bool = True
+    wandb: bool = False
+    wandb_project: str = "rlgym-llm"
+    wandb_name: str | None = None
