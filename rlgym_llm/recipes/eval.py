@@ -117,9 +117,7 @@ class _Engine:
                 model = _load_checkpoint(model, Path(cfg.checkpoint))
             model.to(on.device)
         else:  # the engine holds the weights: only the tokenizer is needed here
-            from transformers import AutoTokenizer
-
-            model, tokenizer = None, AutoTokenizer.from_pretrained(self.folder)
+            model, tokenizer = None, parts.load_tokenizer(self.folder)
         # vllm starts its server here (blocking until healthy): keep the event loop free meanwhile.
         self.policy = await asyncio.to_thread(parts.build_policy, cfg.policy, model, tokenizer, self.folder, on)
         return self.policy, tokenizer

@@ -81,7 +81,9 @@ def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callabl
 
 
 def model_dir(policy: PolicyConfig) -> Path:
-    """The Hugging Face folder of `policy.model` (`tiny` and `smollm2` are built/converted once, cached)."""
+    """The Hugging Face folder of `policy.model`: `tiny` and `smollm2` are built/converted once and
+    cached; a folder is used as it is; a Hub id (`org/name`) is found in the Hugging Face cache or
+    downloaded (`rlgym_llm.rollout.hub`)."""
     if policy.model == "tiny":
         from rlgym_llm.rollout.tiny_model import build_tiny_model
 
@@ -90,10 +92,9 @@ def model_dir(policy: PolicyConfig) -> Path:
         from rlgym_llm.rollout.smollm2 import build_smollm2
 
         return build_smollm2()
-    path = Path(os.path.expanduser(policy.model))
-    if not (path / "config.json").exists():
-        raise ConfigError([f"policy.model={policy.model!r} is not tiny, smollm2 or a Hugging Face model folder"])
-    return path
+    from rlgym_llm.rollout.hub import resolve_model
+
+    return resolve_model(policy.model)
 
 
 def compute(device: str, dtype: str) -> Compute:
@@ -105,13 +106,25 @@ def compute(device: str, dtype: str) -> Compute:
 
 def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:
     """(model with float32 weights in eval mode, on `on.device` (default cpu); tokenizer) from a folder."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
     if on is not None:
         model.to(on.device)
     model.eval()
-    return model, AutoTokenizer.from_pretrained(str(path))
+    return model, load_tokenizer(path)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer of a model folder, with a chat template that renders tools (the model's own
+    where it has one, `rlgym_llm.rollout.hub.ensure_chat_template`)."""
+    from transformers import AutoTokenizer
+
+    from rlgym_llm.rollout.hub import ensure_chat_template
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    ensure_chat_template(tokenizer)
+    return tokenizer
 
 
 def add_lora(model: Any, lora: LoraConfig) -> Any:
