@@ -4,10 +4,9 @@ Run as a script (`python _worker.py`, stdlib only, so forking is cheap and `pyth
 a clean interpreter). It speaks length-prefixed JSON on fds 0/1 with `rlgym_llm.sandbox.local`.
 
 Isolation layers (each is reported back in the `init` answer; all need root, see `local.py`):
-- the worker itself enters new mount, IPC and (network off) network namespaces once: the work dir
-  is a private size-capped tmpfs, /tmp /var/tmp /dev/shm are private tmpfs, directories the box
-  user could not traverse (e.g. /root) are hidden under an empty tmpfs with only the interpreter
-  re-exposed, and every other mount is remounted read-only;
+- the worker itself enters new mount, IPC and (network off) network namespaces once and moves into
+  a fresh root holding only the system dirs and the interpreter, read-only (site-packages hidden),
+  and one size-capped tmpfs for the work dir, /tmp, /var/tmp and /dev/shm (see `_isolation.py`);
 - each execution gets a fresh PID namespace whose init is a tiny forked supervisor: when the
   command exits (or the timeout kills the supervisor) the kernel kills every process left in the
   namespace, including ones that called setsid or double-forked;
@@ -26,6 +25,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import struct
 import sys
 import time
@@ -40,6 +40,7 @@ else:  # run as a script (the normal case): import the sibling file, not the hea
         del sys.path[0]  # box code must not import this file's siblings by bare name
 
 _PYTHON_NAMES = {"python", "python3", f"python3.{sys.version_info.minor}"}
+_FILE_OP_S = 10.0  # longest a read_file/write_file helper may take
 CONFIG: dict = {}  # set by `init`; read by the forked children
 
 
@@ -82,6 +83,7 @@ def op_init(req: dict) -> dict:
         try:
             iso.isolate_fs(work, req["expose"], req["disk_mb"], report)
             report["mountns"] = True
+            sys.path_importer_cache.clear()  # directory listings cached from the host's filesystem
         except OSError as exc:
             report["mountns_error"] = str(exc)
         try:  # probe: the per-exec PID namespace needs unshare + setns back
@@ -96,7 +98,7 @@ def op_init(req: dict) -> dict:
         report["uid"] = req["uid"]
     CONFIG["report"] = report
     CONFIG["tmp"] = "/tmp" if report["mountns"] else work
-    CONFIG["scratch"] = report.get("scratch", [])
+    CONFIG["scratch"] = list(iso.SCRATCH.values()) if report["mountns"] else []
     return {"isolation": report}
 
 
@@ -104,7 +106,10 @@ def op_init(req: dict) -> dict:
 
 
 def _as_box_user(fn, *args):
-    """Runs fn in a forked child with the box's uid, so box-made symlinks can't reach host files."""
+    """Runs fn in a forked child with the box's uid, so box-made symlinks can't reach host files.
+
+    Bounded: a helper that does not answer within `_FILE_OP_S` is killed (and it dies with the worker).
+    """
     uid = CONFIG["report"]["uid"]
     if uid is None:
         return fn(*args)
@@ -116,6 +121,9 @@ def _as_box_user(fn, *args):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+            iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+            if os.getppid() == 1:
+                os._exit(1)  # the worker is already gone
             out: dict[str, Any] = {"value": base64.b64encode(fn(*args) or b"").decode()}
         except OSError as exc:
             out = {"errno": exc.errno, "msg": exc.strerror or str(exc), "path": args[0]}
@@ -125,26 +133,48 @@ def _as_box_user(fn, *args):
             os.write(w, json.dumps(out).encode())
         os._exit(0)
     os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    out = json.loads(data or b'{"errno": 5, "msg": "file helper died", "path": ""}')
+    chunks, deadline = [], time.monotonic() + _FILE_OP_S
+    try:
+        while (left := deadline - time.monotonic()) > 0 and select.select([r], [], [], left)[0]:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise OSError(errno.ETIMEDOUT, f"the file operation took more than {_FILE_OP_S:g}s", args[0])
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    out = json.loads(b"".join(chunks) or b'{"errno": 5, "msg": "file helper died", "path": ""}')
     if "errno" in out:
         raise OSError(out["errno"], out["msg"], out["path"])
     return base64.b64decode(out["value"])
 
 
+def _open_regular(path: str, flags: int) -> int:
+    """Opens a regular file without blocking: a FIFO, socket or device the box left there is refused."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o644)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _write(path: str, data: bytes) -> bytes:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = _open_regular(path, os.O_WRONLY | os.O_CREAT)  # a FIFO without a reader: ENXIO, never a hang
+    os.ftruncate(fd, 0)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return b""
 
 
 def _read(path: str, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(_open_regular(path, os.O_RDONLY), "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"file is larger than the {limit}-byte read limit")

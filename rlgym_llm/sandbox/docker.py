@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -35,7 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rlgym_llm.core.errors import MissingDependencyError
-from rlgym_llm.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, check_box_path
+from rlgym_llm.sandbox.base import (
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    check_box_path,
+    check_exec_args,
+    file_error,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +99,11 @@ done
 [ -z "$(ls -A /work)" ] && [ -z "$(ls -A /tmp)" ]
 """
 
-_WRITE = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-_READ = '[ -e "$1" ] || exit 3; [ -f "$1" ] || exit 4; exec cat -- "$1"'
+# Exit statuses name the errno of `file_error`; a FIFO or device is refused before it is opened.
+_FILE_CHECKS = '[ -L "$1" ] && exit 40; [ -d "$1" ] && exit 21; [ -e "$1" ] && { [ -f "$1" ] || exit 22; }; '
+_WRITE = _FILE_CHECKS + 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+_READ = _FILE_CHECKS + '[ -e "$1" ] || exit 2; exec cat -- "$1"'
+_FILE_STATUS = {2: errno.ENOENT, 21: errno.EISDIR, 22: errno.EINVAL, 40: errno.ELOOP}
 
 # Containers this process started and has not removed yet; removed at interpreter exit.
 _LIVE: dict[str, Any] = {}  # container id -> its API client
@@ -339,6 +351,8 @@ class DockerSandbox(Sandbox):
         payload = data.encode() if isinstance(data, str) else bytes(data)
         async with self._lock:
             raw, status = await asyncio.to_thread(self._run_checked, ["sh", "-c", _WRITE, "sh", target], payload, 4096)
+        if status in _FILE_STATUS:
+            raise file_error(path, _FILE_STATUS[status])
         if status != 0:
             raise OSError(f"could not write {path!r} in the sandbox: {bytes(raw.stderr.kept).decode(errors='replace')}")
 
@@ -349,11 +363,11 @@ class DockerSandbox(Sandbox):
             raw, status = await asyncio.to_thread(
                 self._run_checked, ["sh", "-c", _READ, "sh", target], None, max_bytes + 1
             )
-        if status == 3:
-            raise FileNotFoundError(f"no file {path!r} in the sandbox's work dir")
-        if status == 4:
-            raise IsADirectoryError(f"{path!r} in the sandbox is not a regular file")
-        if status != 0 or raw.stdout.total > max_bytes:
+        if status in _FILE_STATUS:
+            raise file_error(path, _FILE_STATUS[status])
+        if raw.stdout.total > max_bytes:
+            raise file_error(path, errno.EFBIG)
+        if status != 0:
             raise OSError(f"could not read {path!r} from the sandbox (exit {status}, {raw.stdout.total} bytes)")
         return bytes(raw.stdout.kept)
 
@@ -368,16 +382,10 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
     ) -> ExecResult:
         """Runs `argv` in the container; see `Sandbox.exec`."""
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise ValueError(f"argv must be a non-empty list of strings, got {argv!r}")
-        for key in env or {}:
-            if not key or "=" in key or "\x00" in key:
-                raise ValueError(f"invalid environment variable name {key!r}")
-        workdir = WORK_DIR if cwd is None else f"{WORK_DIR}/{check_box_path(cwd)}"
-        payload = stdin.encode() if isinstance(stdin, str) else stdin
-        wall = self.limits.wall_s if timeout is None else timeout
+        args = check_exec_args(argv, stdin, timeout, env, cwd, self.limits.wall_s)
+        workdir = WORK_DIR if args.cwd is None else f"{WORK_DIR}/{args.cwd}"
         async with self._lock:
-            return await asyncio.to_thread(self._exec_sync, list(argv), payload, wall, dict(env or {}), workdir)
+            return await asyncio.to_thread(self._exec_sync, args.argv, args.stdin, args.timeout, args.env, workdir)
 
     def _exec_sync(
         self, argv: list[str], stdin: bytes | None, wall: float, env: dict[str, str], workdir: str

@@ -10,9 +10,10 @@ speaks length-prefixed JSON over pipes. Per execution the worker forks: `python 
 
 Isolation, when the host process is root (the usual case in containers and CI):
 - no network: the worker lives in its own network namespace with only loopback;
-- filesystem: a private mount namespace, the work dir is a private tmpfs (`disk_mb`), /tmp, /var/tmp
-  and /dev/shm are private tmpfs, every other mount is read-only, and dirs the box user cannot
-  traverse (e.g. /root) are hidden except the interpreter's own files;
+- filesystem: a private mount namespace and a fresh root that holds only the system dirs (/usr,
+  /etc, /lib...) and the interpreter, read-only, with every site-packages hidden; the work dir,
+  /tmp, /var/tmp and /dev/shm share one private tmpfs capped at `disk_mb`. The caller's folders
+  (cwd, `sys.path`, a checkout under /tmp) are not in it; `expose` adds read-only paths;
 - processes: each execution gets a fresh PID namespace; when the command exits or times out the
   kernel kills everything left in it (background jobs, setsid/double-fork daemons). The command
   cannot see or signal the worker or the host;
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -41,7 +43,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlgym_llm.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, check_box_path
+from rlgym_llm.sandbox.base import (
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    check_box_path,
+    check_exec_args,
+    file_error,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +69,9 @@ class LocalSandbox(Sandbox):
         disk_mb: Size of the private work dir and scratch tmpfs, and the largest file a box may write.
         flood_bytes: Output dropped past `limits.output_bytes` before the command is killed as a flood.
         read_limit_bytes: Largest file `read_file` returns.
-        expose: Extra host directories the box user must be able to read (the interpreter's prefix
-            and `sys.path` entries are always exposed).
+        expose: Extra host paths mounted read-only in the box, at the same place. By default a box
+            sees only the system dirs and the interpreter's standard library, never the caller's
+            folders (its cwd, `sys.path`, site-packages).
         require_isolation: Raise `SandboxError` in `start()` unless every isolation layer is in effect.
     """
 
@@ -123,8 +134,7 @@ class LocalSandbox(Sandbox):
             cwd="/",
         )
         self._stderr_task = asyncio.create_task(self._log_worker_stderr(self._proc.stderr))
-        expose = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-        expose += [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)] + list(self.expose)
+        expose = [os.path.abspath(p) for p in self.expose]
         init = {
             "op": "init",
             "work_dir": self.work_dir,
@@ -192,38 +202,31 @@ class LocalSandbox(Sandbox):
         env: dict[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise TypeError(f"argv must be a non-empty list of strings, got {argv!r}")
-        if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise TypeError("env must map strings to strings")
-        timeout = self.limits.wall_s if timeout is None else float(timeout)
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
-        data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+        args = check_exec_args(argv, stdin, timeout, env, cwd, self.limits.wall_s)
         request = {
             "op": "exec",
-            "argv": list(argv),
-            "stdin": base64.b64encode(data).decode(),
-            "timeout": timeout,
-            "env": dict(env or {}),
-            "cwd": "" if cwd in (None, "", ".") else str(check_box_path(cwd)),
+            "argv": args.argv,
+            "stdin": base64.b64encode(args.stdin or b"").decode(),
+            "timeout": args.timeout,
+            "env": args.env,
+            "cwd": "" if args.cwd is None else str(args.cwd),
         }
-        return ExecResult(**await self._call(request, timeout=timeout + _CALL_GRACE_S))
+        return ExecResult(**await self._call(request, timeout=args.timeout + _CALL_GRACE_S))
 
     async def write_file(self, path: str, data: str | bytes) -> None:
         raw = data.encode() if isinstance(data, str) else bytes(data)
         request = {"op": "write", "path": str(check_box_path(path)), "data": base64.b64encode(raw).decode()}
-        await self._call(request, timeout=_CALL_GRACE_S)
+        await self._file_call(request, path)
 
     async def read_file(self, path: str) -> bytes:
         request = {"op": "read", "path": str(check_box_path(path)), "limit": self.read_limit_bytes}
+        return base64.b64decode((await self._file_call(request, path))["data"])
+
+    async def _file_call(self, request: dict[str, Any], path: str) -> dict[str, Any]:
         try:
-            answer = await self._call(request, timeout=_CALL_GRACE_S)
-        except OSError as exc:
-            if exc.errno == 2:
-                raise FileNotFoundError(2, f"no such file in the sandbox: {path}") from None
-            raise
-        return base64.b64decode(answer["data"])
+            return await self._call(request, timeout=_CALL_GRACE_S)
+        except OSError as exc:  # the same errors as the docker backend, for the same cases
+            raise file_error(path, exc.errno or errno.EIO) from None
 
     async def reset(self) -> None:
         await self._call({"op": "reset"}, timeout=_CALL_GRACE_S)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from rlgym_llm.sandbox import Limits
+from rlgym_llm.sandbox import Limits, SandboxArgumentError, check_exec_args
 from tests.sandbox.conftest import host_processes, still_works
 
 HERE = Path(__file__).resolve().parent
@@ -257,3 +259,79 @@ def test_background_processes_do_not_survive(boxed, how):
     assert result.stdout == "started\n", result
     assert elapsed < 10, "the exec waited for the background process instead of killing it"
     assert leftovers == []
+
+
+@pytest.mark.parametrize("op", ["read", "write"])
+def test_a_fifo_left_by_the_box_does_not_hang_the_host(boxed, op):
+    async def scenario(box):
+        made = await box.exec(["sh", "-c", "mkfifo trap && mkdir dir && echo ok"])
+        start = time.monotonic()
+        errors = []
+        for path in ("trap", "dir"):
+            with pytest.raises(OSError) as caught:
+                if op == "read":
+                    await box.read_file(path)
+                else:
+                    await box.write_file(path, "data")
+            errors.append(caught.value)
+        elapsed = time.monotonic() - start
+        uid = getattr(box, "uid", None)
+        helpers = [p for p in host_processes() if uid is not None and p[1] == uid]
+        await still_works(box)
+        return made, errors, elapsed, helpers
+
+    made, (fifo, directory), elapsed, helpers = boxed(scenario)
+    assert made.stdout == "ok\n", made
+    assert elapsed < 5, elapsed
+    assert fifo.errno == errno.EINVAL and "not a regular file" in str(fifo)
+    assert isinstance(directory, IsADirectoryError)
+    assert helpers == []  # no file helper is left blocked on the FIFO
+
+
+def test_opening_a_fifo_blocks_without_the_check(tmp_path):
+    """Control: a plain open() of a FIFO nobody writes to blocks (the old read_file hung on it)."""
+    fifo = tmp_path / "trap"
+    os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def reader():
+        with open(fifo, "rb"):
+            opened.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    assert not opened.wait(1.0)
+    with open(fifo, "wb"):  # unblock the reader thread
+        pass
+
+
+BAD_EXEC_ARGS = [
+    ({"argv": "ls -la"}, "argv must be a non-empty list"),
+    ({"argv": []}, "argv must be a non-empty list"),
+    ({"argv": ["echo", 1]}, "argv must hold only strings"),
+    ({"argv": ["echo", "a\x00b"]}, "NUL byte"),
+    ({"argv": ["true"], "timeout": 0}, "timeout must be a positive"),
+    ({"argv": ["true"], "timeout": float("nan")}, "timeout must be a positive"),
+    ({"argv": ["true"], "env": {"A=B": "c"}}, "invalid environment variable"),
+    ({"argv": ["true"], "env": {"A": 1}}, "env must map strings"),
+    ({"argv": ["true"], "stdin": 42}, "stdin must be"),
+    ({"argv": ["true"], "cwd": "../up"}, "contains '..'"),
+]
+
+
+def test_bad_exec_arguments_raise_the_same_error_on_every_backend(boxed):
+    async def scenario(box):
+        seen = []
+        for kwargs, _ in BAD_EXEC_ARGS:
+            with pytest.raises(SandboxArgumentError) as caught:
+                await box.exec(**kwargs)
+            seen.append(str(caught.value))
+        await still_works(box)
+        return seen
+
+    seen = boxed(scenario)
+    for (kwargs, fragment), message in zip(BAD_EXEC_ARGS, seen):
+        assert fragment in message, (kwargs, message)
+        with pytest.raises(SandboxArgumentError) as direct:  # the one shared check, so the same text
+            check_exec_args(kwargs["argv"], kwargs.get("stdin"), kwargs.get("timeout"), kwargs.get("env"),
+                            kwargs.get("cwd"), 10.0)  # fmt: skip
+        assert str(direct.value) == message
