@@ -165,3 +165,89 @@ def loopback_up() -> None:
         ifreq = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, ifreq))[1]  # SIOCGIFFLAGS
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP
+
+
+# ---------------------------------------------------------------- seccomp: what no box may call
+
+# Denied with EPERM inside every box: new namespaces (user namespaces would give the box uid 0 and
+# mounts), tracing other processes, keyrings (they outlive the box, per uid), eBPF, perf, io_uring
+# (its operations bypass seccomp), mounting, module/kexec/swap/reboot, and file-handle opens.
+# Numbers per architecture: (x86_64, aarch64).
+DENIED_SYSCALLS = {
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "kcmp": (312, 272),
+    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41),
+    "chroot": (161, 51), "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
+    "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218), "bpf": (321, 280),
+    "perf_event_open": (298, 241), "userfaultfd": (323, 282), "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426), "io_uring_register": (427, 427), "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294), "init_module": (175, 105), "finit_module": (313, 273),
+    "delete_module": (176, 106), "reboot": (169, 142), "swapon": (167, 224), "swapoff": (168, 225),
+    "acct": (163, 89), "open_by_handle_at": (304, 265), "name_to_handle_at": (303, 264),
+    "quotactl": (179, 60), "syslog": (103, 116), "lookup_dcookie": (212, 18), "settimeofday": (164, 170),
+    "clock_settime": (227, 112), "vhangup": (153, 58),
+}  # fmt: skip
+CLONE_SYSCALL, CLONE3_SYSCALL = (56, 220), (435, 435)  # clone: namespace flags denied; clone3: ENOSYS
+CLONE_NAMESPACES = 0x7E020000 | 0x80  # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET} and CLONE_NEWTIME
+_ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # column, AUDIT_ARCH_*
+_RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|J*|K, BPF_RET|K
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = (("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint))
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter)))
+
+
+def seccomp_program(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
+    """The classic-BPF filter (code, jt, jf, k) denying `DENIED_SYSCALLS`; None on other architectures."""
+    machine = machine or platform.machine()
+    if machine not in _ARCHES:
+        return None
+    column, arch = _ARCHES[machine]
+    denied = sorted({numbers[column] for numbers in DENIED_SYSCALLS.values()})
+    head = [(_LD, 0, 0, 4), (_JEQ, 1, 0, arch), (_RET, 0, 0, _RET_KILL), (_LD, 0, 0, 0)]
+    checks: list[tuple[int, int, int, int]] = []
+    if machine == "x86_64":
+        checks.append((_JGE, 0, 0, 0x40000000))  # the x32 ABI: a second syscall table, all denied
+    checks += [(_JEQ, 0, 0, nr) for nr in denied]
+    # After the checks: [clone3 -> ENOSYS], [clone -> flag test], allow, flag test (ld, jset, allow), deny, enosys
+    n = len(checks)
+    tail_start = n + 2  # index (within the part after `head`) of "ret allow"
+    deny_at, enosys_at, clone_test_at = tail_start + 4, tail_start + 5, tail_start + 1
+    body = [(code, deny_at - (i + 1), 0, k) for i, (code, _, _, k) in enumerate(checks)]
+    body.append((_JEQ, enosys_at - (n + 1), 0, CLONE3_SYSCALL[column]))
+    body.append((_JEQ, clone_test_at - (n + 2), 0, CLONE_SYSCALL[column]))
+    body += [
+        (_RET, 0, 0, _RET_ALLOW),
+        (_LD, 0, 0, 16),  # args[0], low 32 bits: clone's flags
+        (_JSET, 1, 0, CLONE_NAMESPACES),
+        (_RET, 0, 0, _RET_ALLOW),
+        (_RET, 0, 0, _RET_ERRNO | 1),  # EPERM
+        (_RET, 0, 0, _RET_ERRNO | 38),  # ENOSYS: libc falls back to clone, whose flags we can see
+    ]
+    return head + body
+
+
+def install_seccomp(program: list[tuple[int, int, int, int]]) -> None:
+    """Applies the filter to this process and its future children (needs no_new_privs first)."""
+    filters = (_SockFilter * len(program))(*(_SockFilter(*ins) for ins in program))
+    fprog = _SockFprog(len(program), filters)
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def read_oom_kills(fd: int) -> int:
+    """The `oom_kill` counter of an open memory.events (cgroup v2) or memory.oom_control (v1) file."""
+    try:
+        text = os.pread(fd, 4096, 0).decode()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0

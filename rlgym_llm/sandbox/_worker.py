@@ -10,8 +10,13 @@ Isolation layers (each is reported back in the `init` answer; all need root, see
 - each execution gets a fresh PID namespace whose init is a tiny forked supervisor: when the
   command exits (or the timeout kills the supervisor) the kernel kills every process left in the
   namespace, including ones that called setsid or double-forked;
+- every execution (and file helper) joins the box's cgroup (`_cgroup.py`): one memory budget,
+  tmpfs files and shared memory included, and one process budget for the whole box;
 - the command runs as a per-box uid (so RLIMIT_NPROC counts only this box and host files with
-  0600/0700 modes are unreadable), with rlimits, no_new_privs and a scrubbed environment.
+  0600/0700 modes are unreadable), with rlimits, no_new_privs, a seccomp filter (no new
+  namespaces, ptrace, keyrings, bpf, mounts: `_isolation.DENIED_SYSCALLS`) and a scrubbed
+  environment;
+- `reset` wipes the work dir and scratch dirs and enters a fresh IPC namespace.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ def op_init(req: dict) -> dict:
     CONFIG.update(req)
     report: dict[str, Any] = {"root": os.geteuid() == 0, "netns": False, "mountns": False, "pidns": False, "uid": None}
     work = req["work_dir"]
+    report["cgroup"] = _open_cgroup(req.get("cgroup"))
     if os.geteuid() == 0:
         if not req["limits"]["network"]:
             try:
@@ -96,10 +102,51 @@ def op_init(req: dict) -> dict:
         os.chown(work, req["uid"], req["uid"])
         os.chmod(work, 0o700)
         report["uid"] = req["uid"]
+    CONFIG["seccomp"] = iso.seccomp_program()
+    report["seccomp"] = CONFIG["seccomp"] is not None and _probe_seccomp()
     CONFIG["report"] = report
     CONFIG["tmp"] = "/tmp" if report["mountns"] else work
     CONFIG["scratch"] = list(iso.SCRATCH.values()) if report["mountns"] else []
     return {"isolation": report}
+
+
+def _open_cgroup(cgroup: dict | None) -> bool:
+    """Opens the box cgroup's files now: after `isolate_fs` the worker no longer sees /sys."""
+    if not cgroup:
+        return False
+    try:
+        CONFIG["cg_procs"] = [os.open(p, os.O_WRONLY | os.O_CLOEXEC) for p in cgroup["procs"]]
+        CONFIG["cg_oom"] = os.open(cgroup["oom_file"], os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        CONFIG["cg_procs"], CONFIG["cg_oom"] = [], None
+        return False
+    return True
+
+
+def _join_box_cgroups() -> None:
+    """Moves this (forked) process into the box's cgroups, first in line for the OOM killer."""
+    for fd in CONFIG.get("cg_procs", []):
+        os.write(fd, b"0")  # "0": the writing process itself, whatever its pid namespace
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
+def _oom_kills() -> int:
+    fd = CONFIG.get("cg_oom")
+    return iso.read_oom_kills(fd) if fd is not None else 0
+
+
+def _probe_seccomp() -> bool:
+    """Whether the filter installs here (a kernel without seccomp, or a stricter parent filter, refuses it)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            iso.prctl(iso.PR_SET_NO_NEW_PRIVS, 1)
+            iso.install_seccomp(CONFIG["seccomp"])
+            os._exit(0 if iso.libc.unshare(iso.CLONE_NEWNS) != 0 else 1)  # denied by the filter
+        except BaseException:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 # ---------------------------------------------------------------- file operations (as the box user)
@@ -118,6 +165,7 @@ def _as_box_user(fn, *args):
     if pid == 0:
         try:
             os.close(r)
+            _join_box_cgroups()  # files it writes count against the box's memory
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
@@ -194,6 +242,8 @@ def op_read(req: dict) -> dict:
 
 def op_reset(req: dict) -> dict:
     # Runs as root; rmtree never follows symlinks, and after each exec no box process is left.
+    if CONFIG["report"]["mountns"]:
+        iso.unshare(iso.CLONE_NEWIPC)  # a fresh IPC namespace: SysV shm, semaphores, queues of the last episode die
     for top in {CONFIG["work_dir"], *CONFIG["scratch"]}:
         for name in os.listdir(top):
             path = os.path.join(top, name)
@@ -305,6 +355,7 @@ def _close_all_but(keep: set[int]) -> None:
 def _box_child(req: dict, fds: dict) -> None:
     """The box process (second fork): plumbing, limits, privilege drop, then the command. Never returns."""
     try:
+        _join_box_cgroups()  # the box's memory and pids budget, for everything forked from here on
         os.dup2(fds["in_r"], 0)
         os.dup2(fds["out_w"], 1)
         os.dup2(fds["err_w"], 2)
@@ -318,6 +369,8 @@ def _box_child(req: dict, fds: dict) -> None:
             os.setgid(uid)
             os.setuid(uid)
         iso.prctl(iso.PR_SET_NO_NEW_PRIVS, 1)  # setuid binaries (su, mount...) can't regain privileges
+        if CONFIG["report"]["seccomp"]:
+            iso.install_seccomp(CONFIG["seccomp"])  # no namespaces, ptrace, keyrings, bpf, mounts...
         python = _python_target(req["argv"])
         if python is not None:
             os.close(fds["ex_w"])
@@ -338,7 +391,7 @@ def _supervisor(req: dict, fds: dict) -> None:
     """First fork: init of the fresh PID namespace. Its exit makes the kernel kill every leftover."""
     try:
         iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # the worker died: take the whole box down
-        _close_all_but({fds[k] for k in ("in_r", "out_w", "err_w", "ex_w", "st_w")})  # e.g. our stdin write end
+        _close_all_but({fds[k] for k in ("in_r", "out_w", "err_w", "ex_w", "st_w")} | set(CONFIG.get("cg_procs", [])))
         os.setsid()
         if CONFIG["report"]["pidns"] and CONFIG["report"]["mountns"]:
             with contextlib.suppress(OSError):  # a /proc of this namespace only: host processes stay invisible
@@ -388,6 +441,7 @@ def op_exec(req: dict) -> dict:
     ex_r, ex_w = os.pipe()
     fds = {"in_r": in_r, "out_w": out_w, "err_w": err_w, "st_w": st_w, "ex_w": ex_w}
     pidns = CONFIG["report"]["pidns"]
+    oom_before = _oom_kills()
     start = time.monotonic()
     if pidns:
         iso.unshare(iso.CLONE_NEWPID)  # our next child is PID 1 of a fresh namespace
@@ -453,6 +507,7 @@ def op_exec(req: dict) -> dict:
             os.killpg(pid, signal.SIGKILL)  # the supervisor's session: the box and its group
         if CONFIG["report"]["uid"] is not None:
             _kill_uid_leftovers(CONFIG["report"]["uid"])
+    oom_kills = _oom_kills()
     exit_code, sig, error = None, None, None
     if len(status_bytes) == 4:
         status = struct.unpack("<i", status_bytes)[0]
@@ -460,7 +515,7 @@ def op_exec(req: dict) -> dict:
             sig = os.WTERMSIG(status)
         else:
             exit_code = os.WEXITSTATUS(status)
-    elif killed:
+    elif killed or oom_kills > oom_before:
         sig = signal.SIGKILL.value
     else:
         error = "the box supervisor died without reporting a status"
@@ -477,7 +532,7 @@ def op_exec(req: dict) -> dict:
         "timed_out": timed_out,
         "duration_s": round(duration, 6),
         "truncated": dropped > 0,
-        "oom_killed": tail.startswith("MemoryError") or "std::bad_alloc" in tail,
+        "oom_killed": oom_kills > oom_before or tail.startswith("MemoryError") or "std::bad_alloc" in tail,
         "signal": sig,
         "error": error,
     }

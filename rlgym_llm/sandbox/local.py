@@ -17,12 +17,19 @@ Isolation, when the host process is root (the usual case in containers and CI):
 - processes: each execution gets a fresh PID namespace; when the command exits or times out the
   kernel kills everything left in it (background jobs, setsid/double-fork daemons). The command
   cannot see or signal the worker or the host;
+- memory and processes per box, not per process: a cgroup of its own (v2 where the host delegates
+  it, else v1; `_cgroup.py` states the difference) caps `memory_mb` for all its processes together,
+  the files in its tmpfs and its shared memory included, and `max_procs` tasks; an OOM kill there
+  is reported as `oom_killed`;
 - a per-box uid (1,000,000 + worker pid): RLIMIT_NPROC then counts only this box, and host files
   without world permissions are unreadable; plus rlimits (AS, CPU, NPROC, FSIZE, CORE, NOFILE),
-  no_new_privs and a scrubbed environment (the caller's variables never reach the box).
+  no_new_privs, a seccomp filter (no user or other namespaces, ptrace, keyrings, bpf, mounts) and
+  a scrubbed environment (the caller's variables never reach the box);
+- `reset()` empties the tmpfs and gives the box a fresh IPC namespace: nothing of one episode
+  (files, SysV shared memory, processes) is visible to the next.
 
-Without root, only rlimits, the scrubbed environment and process-group kills apply; `isolation`
-reports what is in effect and `require_isolation=True` refuses to start with less than all of it.
+Without root, only rlimits, seccomp, the scrubbed environment and process-group kills apply;
+`isolation` reports what is in effect and `require_isolation=True` refuses to start with less.
 Known differences from a fresh interpreter for in-process runs: modules the worker imported (stdlib
 only) are already in `sys.modules`, and the hash seed is shared by all runs of a box.
 """
@@ -43,6 +50,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rlgym_llm.sandbox._cgroup import PREFIX, BoxCgroup
 from rlgym_llm.sandbox.base import (
     ExecResult,
     Limits,
@@ -99,6 +107,7 @@ class LocalSandbox(Sandbox):
         self.work_dir: str | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr_task: asyncio.Task | None = None
+        self._cgroup: BoxCgroup | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -135,6 +144,9 @@ class LocalSandbox(Sandbox):
         )
         self._stderr_task = asyncio.create_task(self._log_worker_stderr(self._proc.stderr))
         expose = [os.path.abspath(p) for p in self.expose]
+        if os.geteuid() == 0:  # the box's own memory and process budget (v2, else v1); see _cgroup.py
+            memory = self.limits.memory_mb * 1024 * 1024
+            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs + 1)
         init = {
             "op": "init",
             "work_dir": self.work_dir,
@@ -144,12 +156,15 @@ class LocalSandbox(Sandbox):
             "flood_bytes": self.flood_bytes,
             "expose": sorted(set(expose)),
             "base_env": base_env,
+            "cgroup": {"procs": self._cgroup.procs, "oom_file": self._cgroup.oom_file} if self._cgroup else None,
         }
         try:
             self.isolation = (await self._call(init, timeout=30.0))["isolation"]
         except BaseException:
             await self.close()
             raise
+        if self.isolation.get("cgroup") and self._cgroup is not None:
+            self.isolation["cgroup"] = self._cgroup.describe()
         missing = self.missing_isolation()
         if missing and self.require_isolation:
             await self.close()
@@ -162,7 +177,7 @@ class LocalSandbox(Sandbox):
 
     def missing_isolation(self) -> list[str]:
         """Names of the isolation layers that are not in effect for this box."""
-        wanted = ["mountns", "pidns", "uid"] + ([] if self.limits.network else ["netns"])
+        wanted = ["mountns", "pidns", "uid", "cgroup", "seccomp"] + ([] if self.limits.network else ["netns"])
         return [k for k in wanted if not self.isolation.get(k)]
 
     async def _log_worker_stderr(self, stream: asyncio.StreamReader | None) -> None:
@@ -245,6 +260,9 @@ class LocalSandbox(Sandbox):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._stderr_task, 1.0)
             self._stderr_task = None
+        if self._cgroup is not None:  # empty now: the worker and every box process are gone
+            self._cgroup.remove()
+            self._cgroup = None
         if self.work_dir is not None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             self.work_dir = None
