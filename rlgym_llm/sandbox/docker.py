@@ -12,7 +12,7 @@ Processes that keep the box honest run as root (with only KILL, SETUID and SETGI
 neither signal, trace nor read them:
 - PID 1 is Docker's init (tini, `init=True`); its child, the sweeper, SIGKILLs every other process
   on SIGUSR1 from the host (a signal needs no new process, so it works even under a fork bomb);
-- each execution is a `docker exec` of a small Python wrapper that runs the command as 65534,
+- each execution is a `docker exec` of a small `sh` wrapper that runs the command as 65534 (setpriv),
   kills every box process it left behind, and adds a trailer line (cwd missing, program not found,
   OOM-kill count) tagged with a per-exec nonce that lives only in the wrapper's environment.
   The exit status is Docker's own record of the wrapper's (`exec inspect`), never parsed from output.
@@ -70,7 +70,8 @@ _FIX = "start the daemon (`dockerd --bridge=none --iptables=false --ip-masq=fals
 _OOM_FILES = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")  # cgroup v2, v1
 _INTERNAL_TIMEOUT_S = 30.0
 _KILL_GRACE_S = 5.0  # after a sweep, how long an exec may take to end before the container is killed
-_ROOT_CAPS = ("KILL", "SETUID", "SETGID")
+_ROOT_CAPS = ("KILL", "SETUID", "SETGID", "DAC_READ_SEARCH")  # the last: see box dirs made 0700
+_IMAGE_NEEDS = ("sh", "setpriv", "python3", "ipcrm")
 _SECCOMP_ARCHES = {
     "x86_64": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
     "aarch64": ["SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"],
@@ -78,16 +79,24 @@ _SECCOMP_ARCHES = {
 _STDERR_TAIL = 256  # bytes of stderr kept past the cap so the trailer is always seen
 
 # The sweeper, as root (the box's code runs as 65534 and can neither signal nor trace it): on SIGUSR1
-# from the host it SIGKILLs every other process (tini, PID 1, is exempt). A signal needs no new
-# process, so it works even when a fork bomb holds every pid the box may have. Without tini it is
-# PID 1 itself and reaps orphans too.
+# from the host it SIGKILLs every process of the box's uid. A signal needs no new process, so it
+# works even when a fork bomb holds every pid the box may have; root processes (tini, a wrapper, an
+# exec Docker is starting) are left alone. Without tini it is PID 1 itself and reaps orphans too.
 _SWEEPER = """
 import os, signal
 def sweep(*_):
     for _ in range(100):
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
+        found = False
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.stat("/proc/" + entry).st_uid == 65534:
+                    with open("/proc/" + entry + "/stat") as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            os.kill(int(entry), signal.SIGKILL)
+                            found = True
+            except (OSError, IndexError):
+                pass
+        if not found:
             return
 signal.signal(signal.SIGUSR1, sweep)
 signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -99,61 +108,24 @@ while True:
 """
 
 # Runs each command (as root; argv: cwd, CPU seconds, OOM counter file, then the command). The
-# command runs as 65534 in a child: it cannot signal, trace or read this process (its environ holds
-# the per-exec nonce, its cmdline holds none). Exit status: the host reads it from Docker (`exec
-# inspect`), never from the output. The trailer line, written after every box process is dead, only
-# adds what Docker cannot say: cwd missing, program not found, and the cgroup's OOM-kill count.
-_WRAPPER = r"""
-import os, resource, signal, sys
-nonce = os.environ.pop("RLGYM_EXEC_NONCE", "")
-cwd, cpu, oom_file, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    tag = b"setup"
-    try:
-        os.close(r)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-        os.setgroups([])
-        os.setgid(65534)
-        os.setuid(65534)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        tag = b"cwd"
-        os.chdir(cwd)
-        tag = b"nf"
-        os.execvpe(argv[0], argv, os.environ)
-    except BaseException:
-        os.write(w, tag)
-    os._exit(127)
-os.close(w)
-tag = os.read(r, 16).decode() or "x"
-status = os.waitpid(pid, 0)[1]
-for _ in range(200):  # every box process left behind (background jobs, daemons) dies before we report
-    left = 0
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and os.stat("/proc/" + entry).st_uid == 65534:
-                with open("/proc/" + entry + "/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                        os.kill(int(entry), signal.SIGKILL)
-                        left += 1
-        except (OSError, IndexError):
-            pass
-    if not left:
-        break
-oom = 0
-try:
-    for line in open(oom_file):
-        key, _, value = line.partition(" ")
-        if key == "oom_kill":
-            oom = int(value)
-except (OSError, ValueError):
-    pass
-sys.stderr.write("RLGYM-%s-%s-%d\n" % (nonce, tag, oom))
-sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+# command runs as 65534 (setpriv): it cannot signal, trace or read this shell, whose environment
+# holds the per-exec nonce (its cmdline holds none). Exit status: the host reads it from Docker
+# (`exec inspect`), never from the output. The trailer line, written after every box process is dead,
+# only adds what Docker cannot say: cwd missing, program not found, and the cgroup's OOM-kill count.
+_WRAPPER = r"""n=$RLGYM_EXEC_NONCE; unset RLGYM_EXEC_NONCE; d=$1; t=$2; f=$3; shift 3
+drop='setpriv --reuid=65534 --regid=65534 --clear-groups --'
+if [ ! -d "$d" ]; then tag=cwd; rc=126
+elif ! command -v "$1" >/dev/null 2>&1; then tag=nf; rc=127
+else
+    tag=x
+    (echo 1000 > /proc/self/oom_score_adj; exec $drop sh -c \
+        'ulimit -S -t "$1"; ulimit -H -t $(($1 + 1)); cd "$2" || exit 126; shift 2; exec "$@"' rlgym "$t" "$d" "$@")
+    rc=$?
+    $drop sh -c 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); done'
+fi
+o=0; if [ -r "$f" ]; then while read -r k v; do [ "$k" = oom_kill ] && o=$v; done < "$f"; fi
+printf 'RLGYM-%s-%s-%s\n' "$n" "$tag" "$o" >&2
+exit $rc
 """
 _NONCE_VAR = "RLGYM_EXEC_NONCE"
 
@@ -326,7 +298,7 @@ class DockerSandbox(Sandbox):
     Args:
         limits: Resource limits; `memory_mb` caps the whole container (tmpfs contents and shared memory
             included, no swap), `max_procs` its pids (the init, sweeper and wrapper are not counted).
-        image: Image to run; it needs `sh`, coreutils, util-linux's `ipcrm` and `python3`.
+        image: Image to run; it needs `sh`, coreutils, util-linux (`setpriv`, `ipcrm`) and `python3`.
         base_url: Daemon address; defaults to `DOCKER_HOST` or the local socket.
         disk_mb: Size of the /work tmpfs.
         tmp_mb: Size of the /tmp tmpfs.
@@ -399,10 +371,14 @@ class DockerSandbox(Sandbox):
         self._api, self.container_id, self._unhealthy = api, cid, ""
         # Probe: proves execs work and finds the cgroup's OOM-kill counter (v1 and v2 differ).
         probe = "for f in " + " ".join(_OOM_FILES) + '; do [ -r "$f" ] && { echo "$f"; cat "$f"; break; }; done'
+        probe = f"command -v {' '.join(_IMAGE_NEEDS)} >/dev/null || exit 3; {probe}"
         raw = self._run(["sh", "-c", probe], None, _INTERNAL_TIMEOUT_S, 1 << 16)
-        if self._status(raw) != 0:
+        if (status := self._status(raw)) != 0:
             self._close_sync()
-            raise SandboxError(f"sandbox container from {self.image!r} failed its probe: {bytes(raw.stderr.kept)!r}")
+            needs = f" (the image needs {', '.join(_IMAGE_NEEDS)})" if status == 3 else ""
+            raise SandboxError(
+                f"sandbox container from {self.image!r} failed its probe{needs}: {bytes(raw.stderr.kept)!r}"
+            )
         lines = bytes(raw.stdout.kept).decode().splitlines()
         self._oom_file = lines[0] if lines else ""
         self._oom_seen = _oom_count(lines[1:])
@@ -485,8 +461,6 @@ class DockerSandbox(Sandbox):
     def _reset_sync(self) -> None:
         self._require_started()
         self._replace_if_unhealthy()
-        with contextlib.suppress(SandboxError):
-            self._sweep()
         raw = self._run(["python3", "-I", "-S", "-c", _RESET], None, _INTERNAL_TIMEOUT_S, 1 << 16)
         if (status := self._status(raw)) != 0:
             self._unhealthy = f"reset failed (exit {status}): {bytes(raw.stdout.kept + raw.stderr.kept)[:300]!r}"
@@ -543,7 +517,7 @@ class DockerSandbox(Sandbox):
         self._replace_if_unhealthy()
         nonce = secrets.token_hex(16)  # only in the root wrapper's environment: unreadable by box code
         cpu = max(1, math.ceil(self.limits.cpu_s))
-        cmd = ["python3", "-I", "-S", "-c", _WRAPPER, workdir, str(cpu), self._oom_file, *argv]
+        cmd = ["sh", "-c", _WRAPPER, "rlgym-exec", workdir, str(cpu), self._oom_file, *argv]
         raw = self._run(cmd, stdin, wall, self.limits.output_bytes, {**env, _NONCE_VAR: nonce}, user="0:0")
         status = None if raw.killed else self._exit_code(raw.exec_id)  # from Docker, never from the output
         match = re.search(rb"RLGYM-" + nonce.encode() + rb"-(\w+)-(\d+)\n\Z", raw.stderr.tail)
@@ -555,8 +529,6 @@ class DockerSandbox(Sandbox):
                 error, status = f"working directory {workdir!r} does not exist in the sandbox", None
             elif tag == b"nf":
                 error, status = f"executable not found in the sandbox: {argv[0]!r}", None
-            elif tag == b"setup":
-                error, status = "the sandbox could not set the command up", None
             oom = self._saw_oom(int(match.group(2)))
         elif not raw.killed:
             # The wrapper itself died (OOM): sweep what is left, then read the OOM counter.

@@ -197,7 +197,7 @@ class TestIsolation:
         assert host["NetworkMode"] == "none"
         assert host["ReadonlyRootfs"] is True
         assert host["CapDrop"] == ["ALL"]
-        assert sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]  # root's only; box code runs as 65534
+        assert sorted(host["CapAdd"]) == ["DAC_READ_SEARCH", "KILL", "SETGID", "SETUID"]  # root only; box: none
         assert "no-new-privileges" in host["SecurityOpt"]
         assert any(opt.startswith("seccomp=") and '"ptrace"' in opt for opt in host["SecurityOpt"])
         assert host["Init"] is True
