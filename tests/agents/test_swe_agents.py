@@ -3,7 +3,7 @@
 import pytest
 
 import rlgym_llm
-from rlgym_agents.swe import IdleAgent, SWEOracleAgent, TestEditingAgent
+from rlgym_agents.swe import IdleAgent, RandomEditAgent, SWEOracleAgent, TestEditingAgent, _function_source
 from rlgym_envs.swe.instances import builtin_instances
 from rlgym_envs.swe.swebench import export_jsonl
 from rlgym_llm.core.types import signal_problems
@@ -96,3 +96,17 @@ def test_oracle_when_the_failing_tests_are_hidden():
         assert reward == 0.0
     finally:
         env.close()
+
+
+def test_random_edits_earn_nothing(env):
+    for seed, instance_id in enumerate(ONE_PER_REPO):
+        reward, info, infos = play(env, RandomEditAgent(env, seed=seed), options={"instance_id": instance_id})
+        assert infos[0]["signals"]["tool_ok"] is True and info["outcome"]["components"]["modified"] == 1.0
+        assert reward == 0.0 and info["signals"]["outcome_level"] == 2
+
+
+def test_the_test_editor_finds_pytest_functions_and_methods():
+    source = "import pytest\n\n\n@pytest.mark.x\ndef test_a(tmp_path):\n    x = 1\n\n    assert x == 2\n\n\nclass T:\n    def test_b(self):\n        assert 0\n"
+    assert _function_source(source, "test_a") == "def test_a(tmp_path):\n    x = 1\n\n    assert x == 2\n"
+    assert _function_source(source, "test_b") == "    def test_b(self):\n        assert 0\n"
+    assert _function_source(source, "test_c") is None
