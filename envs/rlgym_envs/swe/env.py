@@ -44,10 +44,11 @@ from rlgym_envs.swe.harness import TestHarness, TestRun
 from rlgym_envs.swe.instances import Instance, builtin_instances, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import replacement_edits
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
+from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
-from rlgym_llm.core.tools import Tool, ToolError, parse_call
-from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.core.tools import Tool
+from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals
 from rlgym_llm.sandbox import BACKENDS, Limits
 
 logger = logging.getLogger(__name__)
@@ -63,10 +64,6 @@ SYSTEM_PROMPT = (
 )
 NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submit()."
 MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
-
-
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
 
 
 def _clip(text: str, limit: int) -> str:
@@ -101,6 +98,7 @@ class SWEEnv(Env):
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = TOOLS
+    ignored_call = ToolResult("Ignored: the repository was already submitted.", ok=None)  # neither runs nor counts
 
     def __init__(
         self,
@@ -150,11 +148,12 @@ class SWEEnv(Env):
         self._harness_image: str | None = None
         self._warned_image = False
         self._instance: Instance = self.instances[0]
-        self._start_episode_state()
+        self._modified: set[str] = set()  # files the current turn changed
+        self.new_episode(None)
 
     # --- episode state ------------------------------------------------------------------------
 
-    def _start_episode_state(self) -> None:
+    def new_episode(self, task: Task | None) -> None:
         self._files: dict[str, str] = dict(self._instance.files)
         self._box_files: dict[str, str] | None = None  # what the sandbox's repo/ holds (None: nothing yet)
         self._submitted = False
@@ -165,13 +164,11 @@ class SWEEnv(Env):
         self._grades: dict[str, tuple[bool, ...]] = {
             self._start_key: tuple([False] * n_f2p + [True] * len(self._instance.pass_to_pass))
         }
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
-        messages, info = super().reset(seed=seed, options=options)
-        self._start_episode_state()
         if self._harness is not None:
             self._harness.new_episode()
-        return messages, info
+
+    def episode_over(self) -> bool:
+        return self._submitted
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         if "instance_id" in options:
@@ -280,26 +277,15 @@ class SWEEnv(Env):
     # --- stepping -----------------------------------------------------------------------------
 
     def respond(self, turn: AssistantTurn) -> Step:
-        messages: Messages = []
-        results: list[bool] = []
-        modified: set[str] = set()
-        submitted_now = False
+        self._modified = set()
+        submitted_before = self._submitted
         before = _tree_key(self._files)
-        for call in turn.tool_calls:
-            if self._submitted:  # calls after the submission (same turn) neither run nor count
-                messages.append(_tool_message(call, "Ignored: the repository was already submitted."))
-                continue
-            self._calls += 1
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                messages.append(_tool_message(call, parsed.message))
-                results.append(False)
-                continue
-            text, ok = self._execute(parsed, modified)
-            if isinstance(parsed, Submit):
-                submitted_now = True
-            messages.append(_tool_message(call, text))
-            results.append(ok)
+        run = self.run_tools(turn)
+        messages = run.messages
+        results = [r for r in run.results if r is not None]
+        self._calls += len(results)
+        submitted_now = self._submitted and not submitted_before
+        modified = self._modified
         results += [False] * len(turn.parse_errors)  # calls the agent could not parse count as failed calls
         self._calls += len(turn.parse_errors)
         self._ok_calls += sum(results)
@@ -318,24 +304,26 @@ class SWEEnv(Env):
         }
         return Step(messages, reward=reward, terminated=self._submitted, signals=self._signals(tool_ok, components))
 
-    def _execute(self, tool: Tool, modified: set[str]) -> tuple[str, bool]:
-        files = self._files
-        if isinstance(tool, ListFiles):
-            result = ops.list_files(files, tool.path)
-        elif isinstance(tool, ReadFile):
-            result = ops.read_file(files, tool.path, tool.start_line, tool.end_line)
-        elif isinstance(tool, EditFile):
-            result = ops.edit_file(files, tool.path, tool.old_str, tool.new_str)
-            if result.changed:
-                modified.add(result.changed)
-        elif isinstance(tool, RunTests):
-            return self._run_tests(tool.selector), True
-        elif isinstance(tool, Submit):
-            self._submitted = True
-            return "Submitted. The hidden tests will grade the repository as it is now.", True
-        else:  # a tool class listed in `tools` but not handled here is a bug of this env
-            raise TypeError(f"unhandled tool {type(tool).__name__}")
-        return result.text, result.ok
+    def on_list_files(self, args: ListFiles) -> ToolResult:
+        result = ops.list_files(self._files, args.path)
+        return ToolResult(result.text, result.ok)
+
+    def on_read_file(self, args: ReadFile) -> ToolResult:
+        result = ops.read_file(self._files, args.path, args.start_line, args.end_line)
+        return ToolResult(result.text, result.ok)
+
+    def on_edit_file(self, args: EditFile) -> ToolResult:
+        result = ops.edit_file(self._files, args.path, args.old_str, args.new_str)
+        if result.changed:
+            self._modified.add(result.changed)
+        return ToolResult(result.text, result.ok)
+
+    def on_run_tests(self, args: RunTests) -> str:
+        return self._run_tests(args.selector)
+
+    def on_submit(self, args: Submit) -> str:
+        self._submitted = True
+        return "Submitted. The hidden tests will grade the repository as it is now."
 
     def invalid_action(self, problem: str) -> Step:
         step = super().invalid_action(problem)
