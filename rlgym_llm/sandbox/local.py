@@ -164,7 +164,7 @@ class LocalSandbox(Sandbox):
         expose = [os.path.abspath(p) for p in self.expose]
         if os.geteuid() == 0:  # the box's own memory and process budget (v2, else v1); see _cgroup.py
             memory = self.limits.memory_mb * 1024 * 1024
-            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs + 1)
+            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs)
         init = {
             "op": "init",
             "work_dir": self.work_dir,
