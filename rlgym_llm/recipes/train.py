@@ -3,9 +3,9 @@ model -> agent -> policy -> managers -> trainer -> loop.
 
     summary = run(load_config("train", ["credit=gated", "trainer.steps=5"]))
 
-A run folder (`out_dir`) gets: config.yaml (the composed config, every credit parameter included),
-sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step), checkpoints/ (exact
-resume: run the same command again), curve.png and summary.json.
+A run folder (`out_dir`, new for every run) gets: config.yaml (the composed config, every credit
+parameter included), sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step),
+checkpoints/ (exact resume: the same command with `resume=<run folder>`), curve.png and summary.json.
 """
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ def run(
     start = time.perf_counter()
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(parts.config_yaml(cfg))
+
+    parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
+    out = parts.run_folder(cfg)  # a new folder, or the run `resume=` names with the same config
+    report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
     # 1. model (warmed up on oracle demonstrations), and the env it acts in
     folder = parts.model_dir(cfg.policy)
@@ -116,7 +117,7 @@ def run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume, on_step=on_step)
+        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step)
     finally:
         for manager in managers:
             manager.close()

@@ -147,6 +147,10 @@ class TrainerConfig:
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
         threads: torch CPU threads.
+        max_failed_share: stop the run (exit 1, with the first error) when more than this share of
+            the episodes of a batch fail (a training step, a held-out measure, the SFT
+            demonstrations): an env that raises or an unreachable engine is a broken run, not data.
+            1.0: never stop.
         optim: optimizer and schedule.
         loss: the policy loss.
         lora: LoRA settings.
@@ -163,6 +167,7 @@ class TrainerConfig:
     save_every: int = 10
     keep_checkpoints: int = 2
     threads: int = 2
+    max_failed_share: float = 0.5
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
@@ -178,4 +183,6 @@ class TrainerConfig:
         p += [f"{k} must be >= 0" for k in ("eval_tasks", "save_every", "eval_temperature") if getattr(self, k) < 0]
         if self.eval_every < 0:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
+        if not 0 <= self.max_failed_share <= 1:
+            p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
         _raise(p)

@@ -7,7 +7,8 @@ Each step rolls out `tasks_per_step` tasks `group_size` times (the manager's con
 a task resets with the task's seed, so a group starts identically), computes per-turn advantages with
 the configured credit method, broadcasts them to the completion tokens, applies one clipped
 policy-gradient update, and pushes the new weights to the engine that samples. Failed trajectories
-(infrastructure errors recorded by the manager) get no advantage, stay out of the loss and are counted.
+(infrastructure errors recorded by the manager) get no advantage, stay out of the loss and are counted;
+when more than `trainer.max_failed_share` of a batch fails, the run stops with the first error.
 
 Everything that draws randomness is keyed by the step (task seeds) or checkpointed (sampling-seed
 counter, optimizer, RNGs), so a run killed and resumed from its last checkpoint continues exactly
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
 from rlgym_llm.train import checkpoint
@@ -69,11 +71,16 @@ def task_seeds(start: int, tasks_per_step: int, step: int) -> list[int]:
     return list(range(first, first + tasks_per_step))
 
 
-def evaluate(manager: RolloutManager, seeds: Sequence[int]) -> dict[str, float]:
-    """Mean success and reward of one sampled episode per held-out task."""
+def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: float = 1.0) -> dict[str, float]:
+    """Mean success and reward of one sampled episode per held-out task.
+
+    Raises:
+        TooManyFailuresError: more than `max_failed_share` of the episodes failed.
+    """
     if isinstance(manager.policy, SeededPolicy):
         manager.policy.calls = 0  # the same sampling seeds before and after training
     trajs = manager.run_sync(list(seeds))
+    check_failures(trajs, max_failed_share, "held-out evaluation", "trainer.max_failed_share")
     ok = [t for t in trajs if not t.failed]
     return {
         "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
@@ -87,6 +94,7 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     # 1. collect: G samples per task, identical seeds within a group
     t0, c0 = time.perf_counter(), time.process_time()
     trajs = run.rollouts.run_sync(task_seeds(run.train_seed_start, cfg.tasks_per_step, step))
+    check_failures(trajs, cfg.max_failed_share, f"RL step {step + 1}", "trainer.max_failed_share")
     rollout_stats = run.rollouts.stats
     t1, c1 = time.perf_counter(), time.process_time()
 
@@ -132,6 +140,7 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         "grad_norm": update.get("grad_norm", 0.0),
         "lr": update.get("lr", 0.0),
         "skipped_update": not chosen,
+        "skip_reason": _skip_reason(usable, credit.keep) if not chosen else None,
         "rollout_tokens_per_s": rollout_stats.completion_tokens / max(t1 - t0, 1e-9),
         "update_tokens_per_s": update.get("tokens", 0.0) / max(t3 - t2, 1e-9),
         "time_rollout_s": t1 - t0,
@@ -145,6 +154,26 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     for kind, count in rollout_stats.failures.items():
         record[f"failures/{kind.value}"] = count
     return record
+
+
+def _skip_reason(usable: np.ndarray, keep: np.ndarray) -> str:
+    """Why a step left every trajectory out of the loss."""
+    if not usable.any():
+        return "every episode failed or had no turn"
+    if not (keep & usable).any():
+        return "every group tied (equal rewards: no advantage)"
+    return "nothing to train on"
+
+
+def updates_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How many steps updated the weights, how many skipped their update, and why."""
+    reasons: dict[str, int] = {}
+    for r in records:
+        if r.get("skipped_update"):
+            reason = r.get("skip_reason") or "nothing to train on"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    skipped = sum(reasons.values())
+    return {"done": len(records) - skipped, "skipped": skipped, "skip_reasons": reasons}
 
 
 def train(
@@ -166,7 +195,8 @@ def train(
         stop_after: end after this many steps of this call (tests of interrupted runs).
 
     Returns:
-        A summary: steps, held-out success before/after, first/last training success, wall time.
+        A summary: steps, held-out success before/after, updates done and skipped (with why),
+        first/last training success, wall time.
     """
     out = Path(out_dir)
     ckpt_dir = out / "checkpoints"
@@ -188,14 +218,14 @@ def train(
         log.truncate(0)
     test_seeds = list(range(run.test_seed_start, run.test_seed_start + cfg.eval_tasks))
     if state["before"] is None and run.eval_rollouts is not None and cfg.eval_tasks:
-        state["before"] = evaluate(run.eval_rollouts, test_seeds)
+        state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
     start_wall = time.perf_counter()
     done = state["step"]
     for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
         record = step_once(run, cfg, step)
         done = step + 1
         if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
-            held_out = evaluate(run.eval_rollouts, test_seeds)
+            held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
             record.update({f"eval_{k}": v for k, v in held_out.items()})
         log.write(record)
         if on_step is not None:
@@ -223,11 +253,12 @@ def train(
         if "eval_success" in last and last["step"] == cfg.steps:
             after = {k: last[f"eval_{k}"] for k in ("success", "reward", "failed")}
         else:
-            after = evaluate(run.eval_rollouts, test_seeds)
+            after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
     return {
         "steps": len(records),
         "before": state["before"],
         "after": after,
+        "updates": updates_summary(records),
         "train_success_first": records[0]["success"] if records else None,
         "train_success_last": float(np.mean([r["success"] for r in records[-3:]])) if records else None,
         "wall_s": time.perf_counter() - start_wall,
