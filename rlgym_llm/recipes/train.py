@@ -54,21 +54,23 @@ def run(
     out = parts.run_folder(cfg)  # a new folder, or the run `resume=` names with the same config
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
-    # 1. model (warmed up on oracle demonstrations), and the env it acts in
+    # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
+    t = cfg.trainer
+    on = parts.compute(t.device, t.dtype)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
-    model, tokenizer = parts.load_model(folder)
+    model, tokenizer = parts.load_model(folder, on)
     # 2. agent: messages <-> tokens, model text -> actions
     agent = parts.build_agent(cfg.agent, tokenizer)
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
-        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report)
-    t = cfg.trainer
+        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, on=on)
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
 
     # 3. policy: the engine that samples, and takes the trainer's weights after every update
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, t.lora.r if t.lora.enabled else None)
+    lora_rank = t.lora.r if t.lora.enabled else None
+    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, lora_rank, on=on)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
@@ -82,7 +84,7 @@ def run(
         ref_model = None
         if t.loss.kl_coef > 0:  # the policy RL starts from
             start_from = Path(cfg.sft.init) if cfg.sft.init else out / "sft_model" if cfg.sft.enabled else folder
-            ref_model, _ = parts.load_model(start_from)
+            ref_model, _ = parts.load_model(start_from, on)
         loss = dataclasses.replace(
             t.loss,
             # an engine in another program samples with weights the trainer cannot see: recompute pi_old
@@ -90,7 +92,9 @@ def run(
             norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * cfg.env.max_turns),
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
-        trainer = PolicyTrainer(model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model)
+        trainer = PolicyTrainer(
+            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on
+        )
         first_tasks = cfg.env.train_seed_start
         credit = CreditAssigner.build(
             cfg.credit.method,
@@ -117,7 +121,7 @@ def run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step)
+        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step, log=metrics_log(cfg, out))
     finally:
         for manager in managers:
             manager.close()
@@ -136,3 +140,16 @@ def run(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def metrics_log(cfg: TrainConfig, out: Path) -> Any:
+    """`metrics.jsonl`, with TensorBoard and W&B as `cfg.log` says (W&B gets the whole config)."""
+    import yaml
+
+    from rlgym_llm.train.metrics import MetricsLog
+
+    wandb = None
+    if cfg.log.wandb:
+        config = yaml.safe_load(parts.config_yaml(cfg))
+        wandb = {"project": cfg.log.wandb_project, "name": cfg.log.wandb_name, "config": config}
+    return MetricsLog(out, tensorboard=cfg.log.tensorboard, wandb=wandb)

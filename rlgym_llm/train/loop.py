@@ -245,6 +245,7 @@ def train(
     resume: bool = True,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     stop_after: int | None = None,
+    log: MetricsLog | None = None,
 ) -> dict[str, Any]:
     """Run the loop to `cfg.steps`, resuming from the newest checkpoint in `out_dir/checkpoints`.
 
@@ -255,6 +256,7 @@ def train(
         resume: continue from the newest checkpoint when there is one.
         on_step: called with each step's metrics record (e.g. a progress bar).
         stop_after: end after this many steps of this call (tests of interrupted runs).
+        log: where the step records go (default: `metrics.jsonl` in `out_dir`, and TensorBoard when installed).
 
     Returns:
         A summary: steps, held-out success before/after, updates done and skipped (with why),
@@ -262,7 +264,7 @@ def train(
     """
     out = Path(out_dir)
     ckpt_dir = out / "checkpoints"
-    log = MetricsLog(out)
+    log = log or MetricsLog(out)
     model, trainer = run.trainer.model, run.trainer
     seeded = run.rollouts.policy if isinstance(run.rollouts.policy, SeededPolicy) else None
     state: dict[str, Any] = {"step": 0, "before": None}

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rlgym_llm.core.types import AssistantTurn, Messages, Trajectory
+from rlgym_llm.rollout.device import Compute
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager
 from rlgym_llm.rollout.policy import Completion, Episode, EpisodePolicy, SamplingParams
@@ -129,10 +130,13 @@ def oracle_trajectories(
     return [t for t in trajs if not t.failed and (not successful_only or t.reward > 0)]
 
 
-def sft_loss(model: Any, batch: TrainBatch) -> torch.Tensor:
+def sft_loss(model: Any, batch: TrainBatch, compute: Compute | None = None) -> torch.Tensor:
     """Token-mean negative log-likelihood of the loss-masked (assistant) tokens."""
+    compute = compute or Compute.of(model)
+    batch = batch.to(compute.device)
     # log p(token_t | tokens_<t) of the assistant tokens, with the LM head over those positions only
-    logp = masked_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).logp
+    with compute.autocast():
+        logp = masked_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).logp
     return -(logp * batch.loss_mask).sum() / batch.loss_mask.sum().clamp(min=1)
 
 
@@ -145,8 +149,11 @@ def sft(
     lr: float = 1e-3,
     seed: int = 0,
     on_step: Callable[[int, float], None] | None = None,
+    compute: Compute | None = None,
 ) -> list[float]:
     """Fine-tune `model` on `trajectories` (AdamW, constant LR, gradient clipping at 1.0).
+
+    `compute` is the device and compute dtype (default: float32 where `model`'s weights are).
 
     Returns:
         The loss of every step.
@@ -165,7 +172,7 @@ def sft(
         masks = [np.asarray(t.loss_mask, dtype=np.float32) for t in chosen]
         batch = TrainBatch.from_trajectories(chosen, masks, pad_id)
         optimizer.zero_grad(set_to_none=True)
-        loss = sft_loss(model, batch)
+        loss = sft_loss(model, batch, compute)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()

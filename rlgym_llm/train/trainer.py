@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from rlgym_llm.core.types import Trajectory
+from rlgym_llm.rollout.device import Compute
 from rlgym_llm.train.config import LossConfig, OptimConfig
 from rlgym_llm.train.forward import MaskedForward, masked_logprobs
 from rlgym_llm.train.losses import BatchTotals, aggregate, kl_penalty, policy_loss
@@ -57,6 +58,10 @@ class TrainBatch:
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
+    def to(self, device: torch.device) -> TrainBatch:
+        """The same batch on `device`."""
+        return TrainBatch(*(x.to(device) for x in self._fields()))
+
     def slice(self, start: int, end: int) -> TrainBatch:
         """Rows [start, end), trimmed to their longest sequence."""
         width = int(self.attention_mask[start:end].sum(-1).max())
@@ -77,6 +82,8 @@ class PolicyTrainer:
         ref_model: the frozen reference policy (required when `loss.kl_coef > 0`).
         lean_head: apply the LM head only to the positions that predict a trained token (see
             `train.forward`); False projects every position, as a plain forward pass does.
+        compute: device and compute dtype (`rlgym_llm.rollout.device`; default: float32 where
+            `model`'s weights are). The models must already be on its device.
     """
 
     def __init__(
@@ -87,8 +94,10 @@ class PolicyTrainer:
         micro_batch_size: int = 8,
         ref_model: Any | None = None,
         lean_head: bool = True,
+        compute: Compute | None = None,
     ):
         self.model = model
+        self.compute = compute or Compute.of(model)
         self.loss_cfg = loss or LossConfig()
         self.optim_cfg = optim or OptimConfig()
         if self.loss_cfg.kl_coef > 0 and ref_model is None:
@@ -117,9 +126,11 @@ class PolicyTrainer:
         return 1.0 - progress if o.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
     def _forward(self, model: Any, mb: TrainBatch, entropy_grad: bool = False) -> MaskedForward:
-        return masked_logprobs(
-            model, mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad=entropy_grad, lean=self.lean_head
-        )
+        # the matrix products in the compute dtype; logprobs, entropy and the loss in float32
+        with self.compute.autocast():
+            return masked_logprobs(
+                model, mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad=entropy_grad, lean=self.lean_head
+            )
 
     @torch.no_grad()
     def _old_logp(self, batch: TrainBatch) -> torch.Tensor:
@@ -143,6 +154,7 @@ class PolicyTrainer:
     def accumulate(self, batch: TrainBatch) -> dict[str, float]:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
         cfg = self.loss_cfg
+        batch = batch.to(self.compute.device)
         old_all = self._old_logp(batch) if cfg.recompute_old_logp else batch.engine_logp
         totals = BatchTotals.of(batch.loss_mask, cfg.norm_const or 1.0)
         self.model.train()

@@ -120,7 +120,9 @@ class CodeEnv(Env):
         source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name
         self.specs: list[TaskSpec] = specs
         self.tasks: list[Task] = [to_task(s, source) for s in specs]
-        self._task_file = str(resolve_tasks(tasks).resolve())
+        # What box code must never read: the task file and the installed env package (builtin data).
+        package_dir = Path(__file__).resolve().parent
+        self._secret_paths = [str(resolve_tasks(tasks).resolve()), str(package_dir / "tasks.py")]
         self.sandbox_backend = sandbox_backend
         self.sandbox_options = dict(sandbox_options or {})
         self.limits = limits or DEFAULT_LIMITS
@@ -142,16 +144,17 @@ class CodeEnv(Env):
             self._box = box
             try:
                 run_sync(box.start())
-                self.isolation = run_sync(probe_readable(box, [self._task_file]))
+                self.isolation = run_sync(probe_readable(box, self._secret_paths))
             except BaseException:
                 self._drop_box()
                 raise
             if self.isolation.get("readable"):
-                logger.warning(
-                    "code in the %s sandbox can read the task file %s (no Landlock here?): "
-                    "hidden tests are not hidden from it",
-                    self.sandbox_backend,
-                    self._task_file,
+                self._drop_box()
+                raise SandboxError(
+                    f"code in the {self.sandbox_backend} sandbox could read {self.isolation['readable']} "
+                    "(the hidden tests), so no reward could be trusted. Fix: run the local backend as root "
+                    "(its box then holds no host folder), or on a kernel with Landlock (5.13+), or use "
+                    "sandbox_backend='docker'; and expose no folder holding task data to the box."
                 )
         self._dirty = True
         return self._box
