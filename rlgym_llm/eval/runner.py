@@ -276,8 +276,10 @@ async def aevaluate(
     """
     base = rollout or RolloutConfig()
     config = RolloutConfig(**{**base.__dict__, "group_size": samples})
-    manager = RolloutManager(env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode)
-    trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
+    with RolloutManager(
+        env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode
+    ) as manager:
+        trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
     result = summarize(
         trajectories,
         samples,

@@ -87,7 +87,9 @@ def warm_up(
     return model, info
 
 
-def held_out_manager(cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy) -> Any:
+def held_out_manager(
+    cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy
+) -> RolloutManager:
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
     sampling seeds of its own (re-counted from 0 before every measure)."""
     settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature)
@@ -124,7 +126,8 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
             return None
         policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
         try:
-            return evaluate(held_out_manager(cfg, make_env, agent, policy), seeds)["success"]
+            with held_out_manager(cfg, make_env, agent, policy) as manager:
+                return evaluate(manager, seeds)["success"]
         finally:
             asyncio.run(policy.close())
 

@@ -70,12 +70,14 @@ def run(
     # 3. policy: the engine that samples, and takes the trainer's weights after every update
     lora_rank = t.lora.r if t.lora.enabled else None
     policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, lora_rank, on=on)
+    managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
         rollouts = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed * 1_000_003), settings)
         rollouts.env_id = cfg.env.id
         held_out = held_out_manager(cfg, make_env, agent, policy)
+        managers += [rollouts, held_out]
 
         # 5. trainer: the clipped policy loss, the optimizer, and the credit method's per-step inputs
         ref_model = None
@@ -112,6 +114,8 @@ def run(
             report(f"resuming from {found}")
         summary = train(run_parts, t, out, resume=cfg.resume, on_step=on_step, log=metrics_log(cfg, out))
     finally:
+        for manager in managers:
+            manager.close()
         asyncio.run(policy.close())
 
     records = summary.pop("records")

@@ -26,7 +26,7 @@ from rlgym_llm.core.types import AssistantTurn, Messages, Trajectory
 from rlgym_llm.rollout.device import Compute
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager
 from rlgym_llm.rollout.policy import Completion, Episode, EpisodePolicy, SamplingParams
-from rlgym_llm.train.losses import token_logprobs
+from rlgym_llm.train.forward import masked_logprobs
 from rlgym_llm.train.trainer import TrainBatch
 
 logger = logging.getLogger(__name__)
@@ -117,8 +117,8 @@ def oracle_trajectories(
     config = RolloutConfig(
         group_size=1, max_turns=max_turns, max_context=sys.maxsize, token_check="off", env_in_thread=env_in_thread
     )
-    manager = RolloutManager(env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config)
-    trajs = manager.run_sync([int(s) for s in seeds])
+    with RolloutManager(env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config) as manager:
+        trajs = manager.run_sync([int(s) for s in seeds])
     failed = [t for t in trajs if t.failed]
     if failed:
         logger.warning("sft: %d of %d oracle episodes failed and are left out", len(failed), len(trajs))
@@ -129,9 +129,9 @@ def sft_loss(model: Any, batch: TrainBatch, compute: Compute | None = None) -> t
     """Token-mean negative log-likelihood of the loss-masked (assistant) tokens."""
     compute = compute or Compute.of(model)
     batch = batch.to(compute.device)
+    # log p(token_t | tokens_<t) of the assistant tokens, with the LM head over those positions only
     with compute.autocast():
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    logp = token_logprobs(logits.float(), batch.input_ids)  # (B, T): log p(token_t | tokens_<t)
+        logp = masked_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).logp
     return -(logp * batch.loss_mask).sum() / batch.loss_mask.sum().clamp(min=1)
 
 
