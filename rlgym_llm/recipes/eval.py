@@ -45,6 +45,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
     from rlgym_llm.rollout.progress import RolloutProgress
     from rlgym_llm.rollout.store import TrajectoryWriter
 
+    parts.probe_env(cfg.env, cfg.sandbox)
     folder = parts.model_dir(cfg.policy)
     rollout = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, cfg.samples, cfg.policy.sampling.temperature)
     rollout = replace(rollout, episode_timeout_s=cfg.episode_timeout_s, call_timeout_s=cfg.call_timeout_s)
@@ -71,6 +72,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
                 seed=cfg.seed,
                 writer=writer,
                 on_episode=progress,
+                max_failed_share=cfg.max_failed_share,
             )
         finally:
             if progress is not None:
@@ -106,6 +108,7 @@ class _Engine:
 
     async def __aenter__(self) -> tuple[Any, Any]:
         cfg = self.cfg
+        on = parts.compute(cfg.device, cfg.dtype)
         if cfg.policy.backend == "hf":
             import torch
 
@@ -114,12 +117,11 @@ class _Engine:
             model, tokenizer = parts.load_model(self.folder)
             if cfg.checkpoint:
                 model = _load_checkpoint(model, Path(cfg.checkpoint))
+            model.to(on.device)
         else:  # the engine holds the weights: only the tokenizer is needed here
-            from transformers import AutoTokenizer
-
-            model, tokenizer = None, AutoTokenizer.from_pretrained(self.folder)
+            model, tokenizer = None, parts.load_tokenizer(self.folder)
         # vllm starts its server here (blocking until healthy): keep the event loop free meanwhile.
-        self.policy = await asyncio.to_thread(parts.build_policy, cfg.policy, model, tokenizer, self.folder)
+        self.policy = await asyncio.to_thread(parts.build_policy, cfg.policy, model, tokenizer, self.folder, on)
         return self.policy, tokenizer
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -145,7 +147,7 @@ def _load_checkpoint(model: Any, path: Path) -> Any:
     )
     if step is None:
         raise ConfigError([f"`checkpoint={path}` holds no model folder and no complete step_* checkpoint"])
-    state = torch.load(step / "trainer.pt", weights_only=False)["model"]
+    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu")["model"]
     if any("lora_" in k for k in state):
         adapted = _with_lora(model, step)
         adapted.load_state_dict(state)

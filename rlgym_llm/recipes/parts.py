@@ -21,6 +21,7 @@ from rlgym_llm.rollout.manager import Agent, RolloutConfig
 from rlgym_llm.rollout.policy import TrainablePolicy
 
 if TYPE_CHECKING:
+    from rlgym_llm.rollout.device import Compute
     from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,78 @@ def config_yaml(cfg: Any) -> str:
         return [plain(v) for v in x] if isinstance(x, (list, tuple)) else x
 
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
+
+
+RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps")
+"""The settings a resumed run may change: where it is and how it reports, and its step budget."""
+
+
+def _flat(x: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(x, dict):
+        return {k: v for key, value in x.items() for k, v in _flat(value, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): x}
+
+
+def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
+    """`key: saved -> now` for every setting of `cfg` that differs from a run's saved config,
+    except `RESUMABLE_CHANGES`."""
+    from omegaconf import OmegaConf
+
+    now = _flat(OmegaConf.to_container(OmegaConf.create(config_yaml(cfg))))
+    old = _flat(saved)
+    missing = object()
+    return [
+        f"{key}: {old.get(key, '(absent)')!r} -> {now.get(key, '(absent)')!r}"
+        for key in sorted(set(now) | set(old))
+        if key not in RESUMABLE_CHANGES and old.get(key, missing) != now.get(key, missing)
+    ]
+
+
+def run_folder(cfg: Any, command: str = "train") -> Path:
+    """The folder of this run, created, with the composed config written to its `config.yaml`.
+
+    A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
+    `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
+    in everything but `RESUMABLE_CHANGES`; `cfg.out_dir` becomes that folder.
+
+    Raises:
+        ConfigError: the folder holds another run, or the run to resume is missing or differs.
+    """
+    from omegaconf import OmegaConf
+
+    resume = getattr(cfg, "resume", None)
+    if resume is not None:
+        if command != "train":
+            raise ConfigError([f"`resume={resume}`: only `rlgym train` resumes; drop resume="])
+        out = Path(resume)
+        saved = out / "config.yaml"
+        if not saved.exists():
+            raise ConfigError([f"`resume={resume}`: no run there ({saved} is missing); pass a folder of `rlgym train`"])
+        cfg.out_dir = str(out)
+        differences = config_differences(OmegaConf.to_container(OmegaConf.load(saved)), cfg)  # type: ignore[arg-type]
+        if differences:
+            raise ConfigError(
+                [
+                    f"`resume={resume}`: this config differs from the run's in {len(differences)} setting(s) "
+                    f"(only {', '.join(RESUMABLE_CHANGES[3:])} may change when resuming; start a new run for the others)",
+                    *differences,
+                ]
+            )
+    else:
+        out = Path(cfg.out_dir)
+        if out.exists() and any(out.iterdir()):
+            raise ConfigError(
+                [
+                    f"`out_dir={cfg.out_dir}` already holds files (another run?): pass resume={cfg.out_dir} to "
+                    "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
+                ]
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(config_yaml(cfg))
+    except OSError as e:
+        raise ConfigError([f"`out_dir={cfg.out_dir}`: {e}"]) from e
+    return out
 
 
 def import_object(target: str) -> Any:
@@ -79,8 +152,23 @@ def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callabl
     return lambda: rlgym_llm.make(env.id, max_turns=env.max_turns, **kwargs)
 
 
+def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
+    """Build the env once and close it, before anything heavy starts: the constructor's own checks
+    of its arguments (a level out of range, a dataset that does not exist) fail now, as a config
+    error, instead of in every episode after the model has loaded."""
+    try:
+        built = env_factory(env, sandbox)()
+    except ConfigError as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {p}" for p in e.problems]) from e
+    except (TypeError, ValueError, LookupError, OSError) as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {type(e).__name__}: {e}"]) from e
+    built.close()
+
+
 def model_dir(policy: PolicyConfig) -> Path:
-    """The Hugging Face folder of `policy.model` (`tiny` and `smollm2` are built/converted once, cached)."""
+    """The Hugging Face folder of `policy.model`: `tiny` and `smollm2` are built/converted once and
+    cached; a folder is used as it is; a Hub id (`org/name`) is found in the Hugging Face cache or
+    downloaded (`rlgym_llm.rollout.hub`)."""
     if policy.model == "tiny":
         from rlgym_llm.rollout.tiny_model import build_tiny_model
 
@@ -89,19 +177,39 @@ def model_dir(policy: PolicyConfig) -> Path:
         from rlgym_llm.rollout.smollm2 import build_smollm2
 
         return build_smollm2()
-    path = Path(os.path.expanduser(policy.model))
-    if not (path / "config.json").exists():
-        raise ConfigError([f"policy.model={policy.model!r} is not tiny, smollm2 or a Hugging Face model folder"])
-    return path
+    from rlgym_llm.rollout.hub import resolve_model
+
+    return resolve_model(policy.model)
 
 
-def load_model(path: str | os.PathLike) -> tuple[Any, Any]:
-    """(model in fp32 and eval mode, tokenizer) from a folder."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def compute(device: str, dtype: str) -> Compute:
+    """The device and compute dtype of a run (`trainer.device`/`trainer.dtype`, eval's `device`/`dtype`)."""
+    from rlgym_llm.rollout.device import resolve
 
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    return resolve(device, dtype)
+
+
+def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:
+    """(model with float32 weights in eval mode, on `on.device` (default cpu); tokenizer) from a folder."""
+    from transformers import AutoModelForCausalLM
+
+    model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    if on is not None:
+        model.to(on.device)
     model.eval()
-    return model, AutoTokenizer.from_pretrained(str(path))
+    return model, load_tokenizer(path)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer of a model folder, with a chat template that renders tools (the model's own
+    where it has one, `rlgym_llm.rollout.hub.ensure_chat_template`)."""
+    from transformers import AutoTokenizer
+
+    from rlgym_llm.rollout.hub import ensure_chat_template
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    ensure_chat_template(tokenizer)
+    return tokenizer
 
 
 def add_lora(model: Any, lora: LoraConfig) -> Any:
@@ -147,35 +255,51 @@ def build_agent(agent: AgentConfig, tokenizer: Any) -> Agent:
 
 
 def build_trainable_policy(
-    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path, lora_rank: int | None = None
+    policy: PolicyConfig,
+    model: Any,
+    tokenizer: Any,
+    folder: Path,
+    lora_rank: int | None = None,
+    on: Compute | None = None,
 ) -> TrainablePolicy:
     """The engine RL samples from and syncs weights to: `hf` shares `model` with the trainer
-    (in-place sync), `vllm` starts a server on `folder` (adapter load or restart)."""
+    (in-place sync, computing as `on` says), `vllm` starts a server on `folder` (adapter load or
+    restart) on `on`'s device type and dtype."""
     if policy.backend == "hf":
         from rlgym_llm.rollout.hf_policy import TransformersPolicy
 
         return TransformersPolicy(
-            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context
+            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context, compute=on
         )
     if policy.backend == "vllm":
         from rlgym_llm.rollout.vllm_policy import VLLMPolicy
 
-        return VLLMPolicy(folder, max_lora_rank=lora_rank, max_model_len=policy.max_context).start()
+        return VLLMPolicy(folder, max_lora_rank=lora_rank, **vllm_server_kwargs(policy, on)).start()
     raise ConfigError([f"policy={policy.backend} cannot be trained; use policy=hf or policy=vllm"])
 
 
+def vllm_server_kwargs(policy: PolicyConfig, on: Compute | None = None) -> dict[str, Any]:
+    """`VLLMServer` settings from the config: context, device, dtype and the GPU options."""
+    kwargs: dict[str, Any] = {"max_model_len": policy.max_context}
+    if on is not None and on.device.type == "cuda":
+        kwargs.update(
+            device="cuda",
+            dtype=str(on.dtype).removeprefix("torch."),
+            gpu_memory_utilization=policy.gpu_memory_utilization,
+            tensor_parallel_size=policy.tensor_parallel_size,
+        )
+        if policy.server_gpus:
+            kwargs["env"] = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, policy.server_gpus))}
+    return kwargs
+
+
 def build_policy(
-    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path
+    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path, on: Compute | None = None
 ) -> TrainablePolicy | OpenAICompatiblePolicy:
     """Any engine, for evaluation: a trainable one, or `openai` (any OpenAI-compatible endpoint).
     Every backend's `close()` releases it."""
     if policy.backend != "openai":
-        return build_trainable_policy(policy, model, tokenizer, folder)
-        from rlgym_llm.rollout.hf_policy import TransformersPolicy
-
-        return TransformersPolicy(
-            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context
-        )
+        return build_trainable_policy(policy, model, tokenizer, folder, on=on)
     from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
     if not policy.base_url:

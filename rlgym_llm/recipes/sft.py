@@ -14,13 +14,16 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.config import TrainConfig
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.recipes import parts
 from rlgym_llm.rollout.manager import Agent, RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
+
+if TYPE_CHECKING:
+    from rlgym_llm.rollout.device import Compute
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +40,10 @@ def warm_up(
     out: Path,
     force: bool = False,
     report: Report = logger.info,
+    on: Compute | None = None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """SFT on oracle demonstrations, saved to `out/sft_model`; or the weights of an earlier warm-up
-    (`out/sft_model`, or `sft.init`), loaded instead unless `force`.
+    (`out/sft_model`, or `sft.init`), loaded instead unless `force`. `on`: device and compute dtype.
 
     Returns:
         (the warmed-up model, what the warm-up did, or None when its weights were loaded).
@@ -49,7 +53,7 @@ def warm_up(
     saved = out / "sft_model"
     source = Path(cfg.sft.init) if cfg.sft.init else saved
     if (source / "config.json").exists() and not force:
-        model, _ = parts.load_model(source)
+        model, _ = parts.load_model(source, on)
         report(f"SFT: loaded the warm-up weights from {source}")
         return model, None
     if not cfg.env.oracle:
@@ -66,11 +70,12 @@ def warm_up(
         idle_prob=cfg.sft.idle_prob,
         successful_only=cfg.sft.successful_only,
         env_in_thread=cfg.env.sandbox_kwarg is not None,
+        max_failed_share=cfg.trainer.max_failed_share,
     )
     if not any(t.reward > 0 for t in demos):
         raise ConfigError(["the oracle solved none of the SFT episodes; check env.oracle and env.max_turns"])
     pad = tokenizer.pad_token_id or 0
-    losses = sft(model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed)
+    losses = sft(model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, compute=on)
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     demo_success = sum(t.reward > 0 for t in demos) / len(demos)
@@ -83,7 +88,9 @@ def warm_up(
     return model, info
 
 
-def held_out_manager(cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy) -> Any:
+def held_out_manager(
+    cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy
+) -> RolloutManager:
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
     sampling seeds of its own (re-counted from 0 before every measure)."""
     settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature)
@@ -105,26 +112,29 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
         raise ConfigError([f"rlgym sft needs an oracle for {cfg.env.id}: set env.oracle=module:Class"])
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # model -> agent
+    parts.probe_env(cfg.env, cfg.sandbox)
+    out = parts.run_folder(cfg, "sft")
+    report(f"run folder: {out}")
+    on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
-    model, tokenizer = parts.load_model(folder)
+    model, tokenizer = parts.load_model(folder, on)
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
 
     def success(model: Any) -> float | None:  # policy -> manager -> one held-out measure
         if not seeds:
             return None
-        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder)
+        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
         try:
-            return evaluate(held_out_manager(cfg, make_env, agent, policy), seeds)["success"]
+            with held_out_manager(cfg, make_env, agent, policy) as manager:
+                return evaluate(manager, seeds, cfg.trainer.max_failed_share)["success"]
         finally:
             asyncio.run(policy.close())
 
     before = success(model)
-    model, info = warm_up(cfg, model, tokenizer, agent, make_env, out, force=True, report=report)
+    model, info = warm_up(cfg, model, tokenizer, agent, make_env, out, force=True, report=report, on=on)
     after = success(model)
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}

@@ -18,7 +18,8 @@ Episode rules:
   `info["signals"]["tests"]` on the submitting step: what weighted partial credit (VeRPO) needs.
 - Signals: `tool_ok`; `progress` (the visible-example pass fraction of the last run, then the hidden
   pass fraction after the submission); `tests` (hidden, after the submission); `reward_components`;
-  extras `examples` (the last run's visible pass vector) and `calls_made`.
+  extras `examples` (the last run's visible pass vector), `calls_made` and `outcome_level` (ordered:
+  0 no submission < 1 submitted, no hidden test passes < 2 some pass < 3 all pass; G-RA's gate).
 - Hidden tests and the reference solution live on `env.task` (`hidden["tests"]`, `answer`), never in
   an observation. How the harness keeps verdicts unforgeable: `rlgym_envs.code.grading`.
 
@@ -123,7 +124,9 @@ class CodeEnv(Env):
         source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name
         self.specs: list[TaskSpec] = specs
         self.tasks: list[Task] = [to_task(s, source) for s in specs]
-        self._task_file = str(resolve_tasks(tasks).resolve())
+        # What box code must never read: the task file and the installed env package (builtin data).
+        package_dir = Path(__file__).resolve().parent
+        self._secret_paths = [str(resolve_tasks(tasks).resolve()), str(package_dir / "tasks.py")]
         self.sandbox_backend = sandbox_backend
         self.sandbox_options = dict(sandbox_options or {})
         self.limits = limits or DEFAULT_LIMITS
@@ -145,16 +148,17 @@ class CodeEnv(Env):
             self._box = box
             try:
                 run_sync(box.start())
-                self.isolation = run_sync(probe_readable(box, [self._task_file]))
+                self.isolation = run_sync(probe_readable(box, self._secret_paths))
             except BaseException:
                 self._drop_box()
                 raise
             if self.isolation.get("readable"):
-                logger.warning(
-                    "code in the %s sandbox can read the task file %s (no Landlock here?): "
-                    "hidden tests are not hidden from it",
-                    self.sandbox_backend,
-                    self._task_file,
+                self._drop_box()
+                raise SandboxError(
+                    f"code in the {self.sandbox_backend} sandbox could read {self.isolation['readable']} "
+                    "(the hidden tests), so no reward could be trusted. Fix: run the local backend as root "
+                    "(its box then holds no host folder), or on a kernel with Landlock (5.13+), or use "
+                    "sandbox_backend='docker'; and expose no folder holding task data to the box."
                 )
         self._dirty = True
         return self._box
@@ -274,8 +278,16 @@ class CodeEnv(Env):
             progress=progress,
             tests=tests,
             reward_components=self.outcome()["components"],
-            extra={"examples": examples, "calls_made": self._calls},
+            extra={"examples": examples, "calls_made": self._calls, "outcome_level": self.outcome_level()},
         )
+
+    def outcome_level(self) -> int:
+        """The ordered outcome (higher is better), G-RA's gate: 0 no submission, 1 submitted but no hidden
+        test passes, 2 some pass, 3 all pass."""
+        if self._hidden is None:
+            return 0
+        passed = sum(r.passed for r in self._hidden)
+        return 3 if passed == len(self._hidden) else 2 if passed else 1
 
     def outcome(self) -> dict[str, Any]:
         results = self._hidden or []
