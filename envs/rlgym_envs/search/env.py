@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_envs.search.corpus import Document, QAItem, exact_match, load_corpus, load_qa, token_f1
-from rlgym_envs.search.index import RETRIEVERS, get_retriever
+from rlgym_envs.search.retrieval import RETRIEVERS, get_retriever
 from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
