@@ -167,6 +167,12 @@ def train_cmd(spec: EnvSpec, method: str, seed: int) -> list[str]:
         *spec.budget(),
         "progress=false",
         f"out_dir={run_dir(spec.name, method, seed)}",
+        # an interrupted cell continues from its last checkpoint
+        *(
+            [f"resume={run_dir(spec.name, method, seed)}"]
+            if (run_dir(spec.name, method, seed) / "config.yaml").exists()
+            else []
+        ),
     ]
 
 
@@ -181,7 +187,7 @@ def grid(envs: list[str], jobs: int) -> None:
     specs = [ENVS[e] for e in envs]
     todo_sft = [s for s in specs if not (sft_dir(s.name) / "sft_model" / "config.json").exists()]
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(lambda s: _run(sft_cmd(s), sft_dir(s.name) / "log.txt"), todo_sft))
+        list(pool.map(lambda s: _run(sft_cmd(s), sft_dir(s.name).with_suffix(".log")), todo_sft))
     # seed-major order: if time runs out, every method has the same number of finished seeds
     todo = [
         (s, m, seed)
@@ -206,13 +212,14 @@ def _alive(pid: int) -> bool:
 def _locked_run(spec: EnvSpec, method: str, seed: int) -> None:
     """Run one grid cell unless another grid process holds it (several grids may share an env)."""
     path = run_dir(spec.name, method, seed)
-    lock = path / "running.pid"
+    # the log and the lock sit beside the run folder: `rlgym train` refuses a new run in a folder that holds files
+    lock = path.with_suffix(".pid")
     if (lock.exists() and _alive(int(lock.read_text() or 0))) or is_complete(path, spec.steps):
         return
-    path.mkdir(parents=True, exist_ok=True)
+    lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(str(os.getpid()))
     try:
-        _run(train_cmd(spec, method, seed), path / "log.txt")
+        _run(train_cmd(spec, method, seed), path.with_suffix(".log"))
     finally:
         lock.unlink(missing_ok=True)
 

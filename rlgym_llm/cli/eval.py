@@ -2,7 +2,7 @@
 
     rlgym eval                                              # the tiny model on Math-v0
     rlgym eval env=gui policy.model=smollm2 tasks=16 samples=4
-    rlgym eval checkpoint=runs/train                        # the newest checkpoint of a training run
+    rlgym eval checkpoint=runs/demo                         # the newest checkpoint of a training run
     rlgym eval policy=openai policy.base_url=http://127.0.0.1:8000/v1 policy.model=smollm2
     rlgym eval policy=vllm policy.model=smollm2             # starts a vLLM server (`make vllm-env`)
 
@@ -21,20 +21,23 @@ from rlgym_llm.core.errors import ConfigError, RlgymError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=gui policy.model=smollm2 samples=4")
+    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/)")
+    p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 
 def run(args: argparse.Namespace) -> int:
+    from rlgym_llm.cli.train import load_or_print
     from rlgym_llm.recipes import eval as evaluation
-    from rlgym_llm.recipes import parts
 
-    try:
-        cfg = parts.load("eval", args.overrides)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg, rc = load_or_print("eval", args)
+    if cfg is None:
+        return rc
     command = ("rlgym eval " + " ".join(shlex.quote(o) for o in args.overrides)).strip()
     try:
         result, files = evaluation.run(cfg, command=command)
+    except ConfigError as e:  # found once the parts are built (the env's own argument checks)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except RlgymError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

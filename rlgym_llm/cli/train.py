@@ -24,26 +24,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 
-def _load(args: argparse.Namespace) -> Any:
-    """The validated config, or None after printing it (`--print-config`) or its problems."""
+def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
+    """(the validated config of `configs/<name>.yaml`, 0), or (None, exit code) after printing its
+    problems (2) or the config itself (`--print-config`: 0; an invalid config is not printed)."""
     from rlgym_llm.recipes import parts
 
     try:
-        cfg = parts.load("train", args.overrides, args.config_dir)
+        cfg = parts.load(name, args.overrides, getattr(args, "config_dir", None))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return None
+        return None, 2
     if args.print_config:
         print(parts.config_yaml(cfg))
-        return None
-    return cfg
+        return None, 0
+    return cfg, 0
 
 
 def run_train(args: argparse.Namespace) -> int:
     """`rlgym train`: SFT warm-up (optional), then the RL loop; prints a before/after summary."""
-    cfg = _load(args)
+    cfg, rc = load_or_print("train", args)
     if cfg is None:
-        return 0 if args.print_config else 2
+        return rc
     from rich.console import Console
 
     from rlgym_llm.recipes import train
@@ -67,6 +68,11 @@ def run_train(args: argparse.Namespace) -> int:
         f"  held-out success ({cfg.trainer.eval_tasks} tasks): before RL {fmt(summary['before'])}, "
         f"after {fmt(summary['after'])}"
     )
+    updates = summary["updates"]
+    why = ", ".join(f"{reason}: {n}" for reason, n in updates["skip_reasons"].items())
+    print(f"  updates: {updates['done']} done, {updates['skipped']} skipped" + (f" ({why})" if why else ""))
+    if summary["steps"] and not updates["done"]:
+        print("  no update happened: the weights are those RL started from")
     first, last = summary["train_success_first"], summary["train_success_last"]
     if first is not None:
         print(f"  training success: first step {first:.3f}, mean of the last 3 steps {last:.3f}")
@@ -79,9 +85,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sft(args: argparse.Namespace) -> int:
     """`rlgym sft`: only the supervised warm-up; measures held-out success before and after it."""
-    cfg = _load(args)
+    cfg, rc = load_or_print("train", args)
     if cfg is None:
-        return 0 if args.print_config else 2
+        return rc
     from rich.console import Console
 
     from rlgym_llm.recipes import sft

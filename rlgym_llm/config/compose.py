@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlgym_llm.config.schema import GROUPS, EvalConfig, TrainConfig, eval_rules, train_rules
+from rlgym_llm.config.schema import GROUPS, EnvConfig, EvalConfig, TrainConfig, env_rules, eval_rules, train_rules
 from rlgym_llm.core import validation
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.credit import METHODS
@@ -152,6 +152,9 @@ def load_config(
     cfg, problems = validation.validate(data, schema)
     if cfg is not None:
         problems += rules(cfg)
+    elif isinstance(data.get("env"), dict):  # another section cannot be built: still check the env's kwargs
+        env, env_problems = validation.validate(data["env"], EnvConfig, "env.")
+        problems += env_rules(env) if env is not None and not env_problems else []
     if early or problems:
         raise ConfigError(early + problems)
     return cfg

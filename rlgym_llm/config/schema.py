@@ -13,9 +13,12 @@ each class's `__post_init__`; rules between sections are `train_rules` / `eval_r
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
+from rlgym_llm.core import validation
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
@@ -200,8 +203,11 @@ class TrainConfig:
 
     Args:
         seed: seeds model sampling, torch and the task order.
-        out_dir: metrics.jsonl, checkpoints/, curve.png and summary.json go here.
-        resume: continue from the newest checkpoint in `out_dir` when there is one.
+        out_dir: the run's folder: config.yaml, metrics.jsonl, checkpoints/, curve.png and
+            summary.json go here. It must be new or empty (`configs/train.yaml` makes a timestamped
+            one, `runs/train/<date>_<time>`).
+        resume: a run folder to continue from its newest checkpoint (then `out_dir` is that folder);
+            its config must match this one in everything but `trainer.steps`.
         progress: show a progress bar.
         log: TensorBoard and Weights & Biases (`metrics.jsonl` is always written).
         final_model: export the last step to `out_dir/final_model`, a Hugging Face folder (LoRA
@@ -217,22 +223,76 @@ class TrainConfig:
     sft: SFTConfig = field(default_factory=SFTConfig)
     seed: int = 0
     out_dir: str = "runs/train"
-    resume: bool = True
+    resume: str | None = None
     progress: bool = True
     log: LogConfig = field(default_factory=LogConfig)
     final_model: bool = True
 
 
-def _sampling_rules(policy: PolicyConfig) -> list[str]:
-    if policy.sampling.seed is not None:
-        return ["`policy.sampling.seed` must be null: every request gets its own seed from the run's `seed`"]
+def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]:
+    """`env.kwargs` (with the sandbox keyword) checked against the env's constructor, before anything
+    is built: unknown names with the closest valid one, values that do not fit its annotations,
+    required arguments missing. The env's module is imported (its class is needed), not run."""
+    import importlib
+
+    from rlgym_llm.core import registry
+    from rlgym_llm.core.errors import UnknownEnvError
+
+    defaults: dict[str, Any] = {}
+    if env.entry_point and env.id not in registry.list_envs():
+        target: Any = env.entry_point
+    else:
+        try:
+            spec = registry.spec(env.id)
+        except UnknownEnvError as e:
+            return [f"`env.id={env.id}`: {e} (or set env.entry_point=module:Class to register it)"]
+        target, defaults = spec.entry_point, dict(spec.kwargs or {})
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        try:
+            target = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            return [f"the entry point {module}:{name} of {env.id} cannot be imported: {type(e).__name__}: {e}"]
+    kwargs = dict(env.kwargs)
+    if env.sandbox_kwarg and sandbox is not None:
+        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
+    return validation.check_call(target, kwargs, "env.kwargs.", given=defaults)
+
+
+def out_dir_rules(out_dir: str | None, key: str = "out_dir") -> list[str]:
+    """A run folder that cannot be created is reported now, not after the model has loaded."""
+    if out_dir is None:
+        return []
+    path = Path(out_dir).expanduser().absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        return [f"`{key}={out_dir}`: {existing} is not a folder"]
+    try:  # os.access says yes to root in /proc; only creating something there tells
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as e:
+        return [f"`{key}={out_dir}`: cannot create folders in {existing} ({e.strerror}); choose another {key}"]
     return []
+
+
+def _sampling_rules(policy: PolicyConfig) -> list[str]:
+    p = []
+    if policy.sampling.seed is not None:
+        p.append("`policy.sampling.seed` must be null: every request gets its own seed from the run's `seed`")
+    if policy.backend == "vllm":  # found now, not after the model has loaded
+        from rlgym_llm.rollout.vllm_server import VLLMEnvMissingError, find_vllm_python
+
+        try:
+            find_vllm_python()
+        except VLLMEnvMissingError as e:
+            p.append(f"`policy=vllm`: {e}")
+    return p
 
 
 def train_rules(cfg: TrainConfig) -> list[str]:
     """Rules between the sections of a `TrainConfig`, each with its fix. The credit parameters
     are resolved in place: `cfg.credit.params` then lists every parameter of the method."""
-    p = _sampling_rules(cfg.policy)
+    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox)
+    p += out_dir_rules(cfg.resume, "resume") if cfg.resume is not None else out_dir_rules(cfg.out_dir)
     if cfg.credit.method in METHODS:  # an unknown method is already reported
         try:
             cfg.credit.params = dict(vars(resolve_params(cfg.credit.method, cfg.credit.params, "credit.params.")))
@@ -281,6 +341,9 @@ class EvalConfig:
         call_timeout_s: limit for one generate call (a batch of turns on a local model).
         threads: torch CPU threads for a local model (null: torch's default). On a machine shared
             with other jobs, 1 avoids OpenMP threads spinning against each other.
+        max_failed_share: fail the evaluation (exit 1, with the first error, no report) when more
+            than this share of its episodes fail (an unreachable endpoint, an env that raises);
+            1.0: report them as failed episodes.
         device: where a local model (policy=hf) or a vLLM server runs: auto (cuda when torch sees a
             GPU), cpu or cuda.
         dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
@@ -305,6 +368,7 @@ class EvalConfig:
     episode_timeout_s: float = 600.0
     call_timeout_s: float = 120.0
     threads: int | None = None
+    max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
 
@@ -322,6 +386,8 @@ class EvalConfig:
             p.append(f"`confidence={self.confidence}` must be in (0, 1), e.g. 0.95")
         if self.episode_timeout_s <= 0 or self.call_timeout_s <= 0:
             p.append("`episode_timeout_s` and `call_timeout_s` must be > 0")
+        if not 0 <= self.max_failed_share <= 1:
+            p.append(f"`max_failed_share={self.max_failed_share}` must be in [0, 1] (1.0: never fail)")
         if self.threads is not None and self.threads < 1:
             p.append(f"`threads={self.threads}` must be >= 1 (or null for torch's default)")
         if p:
@@ -330,7 +396,7 @@ class EvalConfig:
 
 def eval_rules(cfg: EvalConfig) -> list[str]:
     """Rules between the sections of an `EvalConfig`, each with its fix."""
-    p = _sampling_rules(cfg.policy)
+    p = _sampling_rules(cfg.policy) + env_rules(cfg.env, cfg.sandbox) + out_dir_rules(cfg.out_dir)
     if cfg.policy.sampling.temperature == 0 and cfg.samples > 1:
         p.append(
             "greedy sampling (temperature 0) repeats one episode: set samples=1 or policy.sampling.temperature=1.0"

@@ -269,3 +269,98 @@ def load(data: Any, schema: type[T], path: str = "") -> T:
     if problems or built is None:
         raise ConfigError(problems)
     return built
+
+
+def _type_name(hint: Any) -> str:
+    """`int | Sequence[int]`, not `typing.Union[int, collections.abc.Sequence[int]]`."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " | ".join("None" if a is type(None) else _type_name(a) for a in typing.get_args(hint))
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    return re.sub(r"\b(typing|collections\.abc|pathlib|os)\.", "", str(hint))
+
+
+def matches(value: Any, hint: Any) -> bool:
+    """Whether plain data (what a yaml file or an override gives) fits an annotation. Lenient where
+    an annotation is not a plain type (Any, type variables, callables): those are not checked.
+    A string fits `Sequence[X]` only when X is `str`, so `difficulty=banana` is not read letter by
+    letter as a sequence of levels."""
+    if hint is Any or isinstance(hint, (typing.TypeVar, str)):
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(matches(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is type(None):
+        return value is None
+    if origin is None and isinstance(hint, type):
+        import enum
+        import os
+        from pathlib import PurePath
+
+        if hint in _SCALARS:
+            return _SCALARS[hint](value)
+        if issubclass(hint, (PurePath, os.PathLike)):
+            return isinstance(value, (str, PurePath))
+        if issubclass(hint, enum.Enum):
+            return isinstance(value, hint) or value in {m.value for m in hint}
+        return isinstance(value, hint)
+    import collections.abc as abc
+
+    if origin in (list, tuple, set, frozenset, abc.Sequence, abc.Iterable, abc.Collection, abc.Set):
+        if isinstance(value, str):
+            return bool(args) and args[0] is str
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            return False
+        items = [a for a in args if a is not Ellipsis]
+        if origin is tuple and len(items) > 1:
+            return len(items) == len(value) and all(matches(v, h) for v, h in zip(value, items))
+        return not items or all(matches(v, items[0]) for v in value)
+    if origin in (dict, abc.Mapping, abc.MutableMapping):
+        if not isinstance(value, Mapping):
+            return False
+        return len(args) != 2 or all(matches(k, args[0]) and matches(v, args[1]) for k, v in value.items())
+    return True  # other generics (Callable[...], custom generics): not checked here
+
+
+def check_call(
+    target: Callable[..., Any], kwargs: Mapping[str, Any], path: str = "", given: Iterable[str] = ()
+) -> list[str]:
+    """Every problem of calling `target(**kwargs)` that its signature shows: unknown keyword
+    arguments (with the closest valid name), values that do not fit the annotations, required
+    arguments missing. `given` names arguments supplied elsewhere (e.g. registered defaults).
+    A class is checked against its constructor; `**kwargs` in the signature accepts any name."""
+    import inspect
+
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return []  # builtins without a signature: nothing to check against
+    init = getattr(target, "__init__") if isinstance(target, type) else target  # noqa: B009  (mypy: unsound on instances)
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that cannot be resolved (a forward ref to an optional import)
+        hints = {}
+    params = {name: p for name, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    open_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    problems: list[str] = []
+    for key, value in kwargs.items():
+        if key not in params:
+            if not open_kwargs:
+                names = list(params)
+                hint = did_you_mean(key, names, quote="`")
+                hint = hint.replace("`", f"`{path}", 1) if hint else ""
+                problems.append(
+                    f"unknown key `{path}{key}`{hint}; {_callable_name(target)} takes: {', '.join(names) or 'nothing'}"
+                )
+        elif key in hints and not matches(value, hints[key]):
+            problems.append(f"`{path}{key}={value!r}` must be {_type_name(hints[key])}, got {type(value).__name__}")
+    for name, p in params.items():
+        if p.default is p.empty and name not in kwargs and name not in set(given):
+            problems.append(f"`{path}{name}` is required by {_callable_name(target)}; set `{path}{name}=<value>`")
+    return problems
+
+
+def _callable_name(target: Any) -> str:
+    return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', target)}"

@@ -49,9 +49,13 @@ class CreditMethod:
         inputs: names of the per-step inputs the trainer computes for each batch (e.g. IGPO's
             `answer_probs`); they are arguments of `compute_advantages`, never settings.
         summary: the paper, in a few words (docs table).
-        unit: what one advantage belongs to: trajectory, turn or step (docs table).
-        formula: the advantage of one group, in one line (docs table).
-        needs: what the env (or the trainer) must provide (docs table).
+        unit: what one advantage belongs to: trajectory, turn or step.
+        formula: the advantage of one group, in one line.
+        needs: what the env (or the trainer) must provide.
+        default: what the default parameters do, and whose scheme that is (docs table).
+        options: the other conventions, as named parameter values (docs table; the parameter list
+            with defaults is appended).
+        differences: known differences of the default from the authors' code, and why (docs table).
         step_group_sizes: for methods that form step groups: the members' trajectories ->
             {step-group size: count}, reported in the statistics.
     """
@@ -64,6 +68,9 @@ class CreditMethod:
     unit: str = "trajectory"
     formula: str = ""
     needs: str = ""
+    default: str = ""
+    options: str = ""
+    differences: str = ""
     step_group_sizes: Callable[[Sequence[Trajectory]], Mapping[int, int]] | None = None
 
 

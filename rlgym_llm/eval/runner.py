@@ -26,6 +26,7 @@ import numpy as np
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.eval import metrics
 from rlgym_llm.eval.metrics import Interval
+from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager, TaskRef
 from rlgym_llm.rollout.policy import Policy
 from rlgym_llm.rollout.store import TrajectoryWriter
@@ -259,6 +260,7 @@ async def aevaluate(
     seed: int = 0,
     writer: TrajectoryWriter | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    max_failed_share: float = 1.0,
 ) -> EvalResult:
     """Roll out `samples` episodes of each task and summarize them (see `summarize`).
 
@@ -273,13 +275,18 @@ async def aevaluate(
         env_id: the env's name in the result (default: `env` when it is an id).
         writer: optional JSONL sink for the trajectories.
         on_episode: optional callback per finished episode (a progress bar).
+        max_failed_share: raise `TooManyFailuresError` (with the first error) when more than this
+            share of the episodes failed, instead of reporting them.
     """
     base = rollout or RolloutConfig()
     config = RolloutConfig(**{**base.__dict__, "group_size": samples})
     with RolloutManager(
         env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode
     ) as manager:
+        if env_id:
+            manager.env_id = env_id  # the trajectories record the env's id, not its factory's name
         trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
+    check_failures(trajectories, max_failed_share, f"evaluation of {env_id or manager.env_id}", "max_failed_share")
     result = summarize(
         trajectories,
         samples,

@@ -45,6 +45,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
     from rlgym_llm.rollout.progress import RolloutProgress
     from rlgym_llm.rollout.store import TrajectoryWriter
 
+    parts.probe_env(cfg.env, cfg.sandbox)
     folder = parts.model_dir(cfg.policy)
     rollout = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, cfg.samples, cfg.policy.sampling.temperature)
     rollout = replace(rollout, episode_timeout_s=cfg.episode_timeout_s, call_timeout_s=cfg.call_timeout_s)
@@ -71,6 +72,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
                 seed=cfg.seed,
                 writer=writer,
                 on_episode=progress,
+                max_failed_share=cfg.max_failed_share,
             )
         finally:
             if progress is not None:

@@ -48,6 +48,78 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
+RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps")
+"""The settings a resumed run may change: where it is and how it reports, and its step budget."""
+
+
+def _flat(x: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(x, dict):
+        return {k: v for key, value in x.items() for k, v in _flat(value, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): x}
+
+
+def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
+    """`key: saved -> now` for every setting of `cfg` that differs from a run's saved config,
+    except `RESUMABLE_CHANGES`."""
+    from omegaconf import OmegaConf
+
+    now = _flat(OmegaConf.to_container(OmegaConf.create(config_yaml(cfg))))
+    old = _flat(saved)
+    missing = object()
+    return [
+        f"{key}: {old.get(key, '(absent)')!r} -> {now.get(key, '(absent)')!r}"
+        for key in sorted(set(now) | set(old))
+        if key not in RESUMABLE_CHANGES and old.get(key, missing) != now.get(key, missing)
+    ]
+
+
+def run_folder(cfg: Any, command: str = "train") -> Path:
+    """The folder of this run, created, with the composed config written to its `config.yaml`.
+
+    A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
+    `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
+    in everything but `RESUMABLE_CHANGES`; `cfg.out_dir` becomes that folder.
+
+    Raises:
+        ConfigError: the folder holds another run, or the run to resume is missing or differs.
+    """
+    from omegaconf import OmegaConf
+
+    resume = getattr(cfg, "resume", None)
+    if resume is not None:
+        if command != "train":
+            raise ConfigError([f"`resume={resume}`: only `rlgym train` resumes; drop resume="])
+        out = Path(resume)
+        saved = out / "config.yaml"
+        if not saved.exists():
+            raise ConfigError([f"`resume={resume}`: no run there ({saved} is missing); pass a folder of `rlgym train`"])
+        cfg.out_dir = str(out)
+        differences = config_differences(OmegaConf.to_container(OmegaConf.load(saved)), cfg)  # type: ignore[arg-type]
+        if differences:
+            raise ConfigError(
+                [
+                    f"`resume={resume}`: this config differs from the run's in {len(differences)} setting(s) "
+                    f"(only {', '.join(RESUMABLE_CHANGES[3:])} may change when resuming; start a new run for the others)",
+                    *differences,
+                ]
+            )
+    else:
+        out = Path(cfg.out_dir)
+        if out.exists() and any(out.iterdir()):
+            raise ConfigError(
+                [
+                    f"`out_dir={cfg.out_dir}` already holds files (another run?): pass resume={cfg.out_dir} to "
+                    "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
+                ]
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(config_yaml(cfg))
+    except OSError as e:
+        raise ConfigError([f"`out_dir={cfg.out_dir}`: {e}"]) from e
+    return out
+
+
 def import_object(target: str) -> Any:
     """`module:Name` -> the object."""
     module, _, name = target.partition(":")
@@ -78,6 +150,19 @@ def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callabl
     register_env(env)
     kwargs = env_kwargs(env, sandbox)
     return lambda: rlgym_llm.make(env.id, max_turns=env.max_turns, **kwargs)
+
+
+def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
+    """Build the env once and close it, before anything heavy starts: the constructor's own checks
+    of its arguments (a level out of range, a dataset that does not exist) fail now, as a config
+    error, instead of in every episode after the model has loaded."""
+    try:
+        built = env_factory(env, sandbox)()
+    except ConfigError as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {p}" for p in e.problems]) from e
+    except (TypeError, ValueError, LookupError, OSError) as e:
+        raise ConfigError([f"{env.id} with env.kwargs={env.kwargs}: {type(e).__name__}: {e}"]) from e
+    built.close()
 
 
 def model_dir(policy: PolicyConfig) -> Path:

@@ -70,6 +70,7 @@ def warm_up(
         idle_prob=cfg.sft.idle_prob,
         successful_only=cfg.sft.successful_only,
         env_in_thread=cfg.env.sandbox_kwarg is not None,
+        max_failed_share=cfg.trainer.max_failed_share,
     )
     if not any(t.reward > 0 for t in demos):
         raise ConfigError(["the oracle solved none of the SFT episodes; check env.oracle and env.max_turns"])
@@ -111,9 +112,10 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
         raise ConfigError([f"rlgym sft needs an oracle for {cfg.env.id}: set env.oracle=module:Class"])
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # model -> agent
+    parts.probe_env(cfg.env, cfg.sandbox)
+    out = parts.run_folder(cfg, "sft")
+    report(f"run folder: {out}")
     on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
     folder = parts.model_dir(cfg.policy)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
@@ -127,7 +129,7 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
         policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
         try:
             with held_out_manager(cfg, make_env, agent, policy) as manager:
-                return evaluate(manager, seeds)["success"]
+                return evaluate(manager, seeds, cfg.trainer.max_failed_share)["success"]
         finally:
             asyncio.run(policy.close())
 

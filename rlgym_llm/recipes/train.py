@@ -3,9 +3,9 @@ model -> agent -> policy -> managers -> trainer -> loop.
 
     summary = run(load_config("train", ["credit=gated", "trainer.steps=5"]))
 
-A run folder (`out_dir`) gets: config.yaml (the composed config, every credit parameter included),
-sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step), checkpoints/ (exact
-resume: run the same command again), curve.png and summary.json.
+A run folder (`out_dir`, new for every run) gets: config.yaml (the composed config, every credit
+parameter included), sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step),
+checkpoints/ (exact resume: the same command with `resume=<run folder>`), curve.png and summary.json.
 """
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ def run(
     start = time.perf_counter()
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(parts.config_yaml(cfg))
+
+    parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
+    out = parts.run_folder(cfg)  # a new folder, or the run `resume=` names with the same config
+    report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
     # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
     t = cfg.trainer
@@ -94,8 +95,16 @@ def run(
         trainer = PolicyTrainer(
             model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on
         )
+        first_tasks = cfg.env.train_seed_start
         credit = CreditAssigner.build(
-            cfg.credit.method, cfg.credit.params, model=model, tokenizer=tokenizer, make_env=make_env, seed=cfg.seed
+            cfg.credit.method,
+            cfg.credit.params,
+            model=model,
+            tokenizer=tokenizer,
+            make_env=make_env,
+            seed=cfg.seed,
+            # SPA's offline estimator: warm-up explorations of the starting policy on training tasks
+            explore=lambda n: rollouts.run_sync(list(range(first_tasks, first_tasks + n))),
         )
 
         # 6. loop: collect -> credit -> update -> sync, checkpointed; resumes from out_dir/checkpoints
@@ -112,7 +121,7 @@ def run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume, on_step=on_step, log=metrics_log(cfg, out))
+        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step, log=metrics_log(cfg, out))
     finally:
         for manager in managers:
             manager.close()

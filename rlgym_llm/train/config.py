@@ -144,6 +144,10 @@ class TrainerConfig:
         micro_batch_size: trajectories per forward/backward pass (gradients accumulate).
         filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add no
             gradient but dilute token-mean losses).
+        max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
+            tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
+            many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
+            The metrics count `draws` and `refill_groups`.
         eval_tasks: held-out tasks for the success measure before and after training (0: skip).
         eval_every: also measure held-out success every N steps (0: only before and after); the
             step's record gets `eval_success`, `eval_reward` and `eval_failed`.
@@ -151,6 +155,10 @@ class TrainerConfig:
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
         threads: torch CPU threads.
+        max_failed_share: stop the run (exit 1, with the first error) when more than this share of
+            the episodes of a batch fail (a training step, a held-out measure, the SFT
+            demonstrations): an env that raises or an unreachable engine is a broken run, not data.
+            1.0: never stop.
         device: where the model trains and (policy=hf) samples: auto (cuda when torch sees a GPU),
             cpu or cuda (`rlgym_llm.rollout.device`).
         dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
@@ -166,12 +174,14 @@ class TrainerConfig:
     group_size: int = 8
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
+    max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
     eval_temperature: float = 0.0
     save_every: int = 10
     keep_checkpoints: int = 2
     threads: int = 2
+    max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -181,7 +191,7 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         p = [
             f"{k}={getattr(self, k)} must be >= 1"
-            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads")
+            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads", "max_draws")
             if getattr(self, k) < 1
         ]
         if self.group_size < 2:
@@ -189,6 +199,8 @@ class TrainerConfig:
         p += [f"{k} must be >= 0" for k in ("eval_tasks", "save_every", "eval_temperature") if getattr(self, k) < 0]
         if self.eval_every < 0:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
+        if not 0 <= self.max_failed_share <= 1:
+            p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
         _raise(p)
 
 

@@ -24,6 +24,7 @@ import torch
 
 from rlgym_llm.core.types import AssistantTurn, Messages, Trajectory
 from rlgym_llm.rollout.device import Compute
+from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager
 from rlgym_llm.rollout.policy import Completion, Episode, EpisodePolicy, SamplingParams
 from rlgym_llm.train.forward import masked_logprobs
@@ -98,6 +99,7 @@ def oracle_trajectories(
     idle_prob: float = 0.0,
     successful_only: bool = True,
     env_in_thread: bool = False,
+    max_failed_share: float = 1.0,
 ) -> list[Trajectory]:
     """Oracle episodes over `seeds`, played by `OraclePolicy` through a `RolloutManager`.
 
@@ -110,6 +112,8 @@ def oracle_trajectories(
         successful_only: keep only episodes with outcome reward > 0. With a noisy teacher, False
             clones its behaviour as it is, failures included.
         env_in_thread: step the envs in worker threads (envs that run code).
+        max_failed_share: raise `TooManyFailuresError` (with the first error) when more than this
+            share of the episodes failed.
 
     Episodes that failed (the env or the oracle raised) are left out and logged; demonstrations
     have no context limit (the model's `max_context` only bounds its own rollouts).
@@ -119,6 +123,7 @@ def oracle_trajectories(
     )
     with RolloutManager(env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config) as manager:
         trajs = manager.run_sync([int(s) for s in seeds])
+    check_failures(trajs, max_failed_share, "SFT demonstrations", "trainer.max_failed_share")
     failed = [t for t in trajs if t.failed]
     if failed:
         logger.warning("sft: %d of %d oracle episodes failed and are left out", len(failed), len(trajs))

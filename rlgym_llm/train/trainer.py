@@ -126,7 +126,7 @@ class PolicyTrainer:
         return 1.0 - progress if o.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
     def _forward(self, model: Any, mb: TrainBatch, entropy_grad: bool = False) -> MaskedForward:
-        # matrix products in the compute dtype; logprobs and entropy come out float32 either way
+        # the matrix products in the compute dtype; logprobs, entropy and the loss in float32
         with self.compute.autocast():
             return masked_logprobs(
                 model, mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad=entropy_grad, lean=self.lean_head

@@ -1,6 +1,7 @@
 """Every shipped config composes and validates; bad configs list every problem with its fix."""
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,9 @@ def test_the_default_config_is_the_demo():
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in GROUPS for o in _options(g)], ids=lambda x: str(x))
-def test_every_group_option_composes_and_validates(group, option):
+def test_every_group_option_composes_and_validates(group, option, monkeypatch):
     overrides = [f"{group}={option}"]
+    monkeypatch.setenv("RLGYM_VLLM_PYTHON", sys.executable)  # policy=vllm checks that its venv exists
     if group == "policy" and option == "openai":
         with pytest.raises(ConfigError, match="cannot be trained"):
             load_config("train", overrides)
@@ -85,7 +87,7 @@ def test_an_env_without_an_oracle_needs_sft_switched_off():
 @pytest.mark.parametrize("name", _options("experiment"))
 def test_every_experiment_preset_composes_and_validates(name):
     cfg = load_config("train", [f"+experiment={name}"])
-    assert cfg.out_dir.endswith(name)
+    assert f"runs/{name}/" in cfg.out_dir  # a new timestamped folder per run
 
 
 def test_switching_methods_and_envs_by_config_alone():
@@ -146,7 +148,7 @@ def test_noisy_teacher_and_periodic_eval_settings_are_checked():
 
 
 def test_unknown_group_option_lists_the_available_ones():
-    with pytest.raises(ConfigError, match="options of `credit`: drgrpo, gated, gigpo, grpo"):
+    with pytest.raises(ConfigError, match="options of `credit`: dra, drgrpo, gated, gigpo, grpo"):
         load_config("train", ["credit=ppo"])
 
 
@@ -174,3 +176,10 @@ def test_a_yaml_preset_beside_the_registry_options(tmp_path: Path):
     cfg = load_config("train", ["credit=gated_strict"], config_dir=tree)
     assert cfg.credit.method == "gated" and cfg.credit.params["tau"] == 0.9 and cfg.credit.params["gamma"] == 1.0
     assert load_config("train", ["credit=grpo"], config_dir=tree).credit.method == "grpo"
+
+
+def test_the_search_igpo_preset_grades_the_outcome_with_f1():
+    # IGPO rewards the answer turn with token F1 (Search-v0's reward is exact match, F1 a component)
+    cfg = load_config("train", ["+experiment=search_igpo"])
+    assert cfg.credit.method == "igpo" and cfg.credit.params["outcome"] == "f1"
+    assert cfg.credit.params["format_penalty"] is None  # the authors' -2.0 is an option

@@ -102,3 +102,37 @@ def test_a_single_swap_or_deletion_is_recognised(word):
     swapped = word[1] + word[0] + word[2:]
     assert closest(swapped, options) == word
     assert closest(word[:-1] + "q" + word[-1:], options) == word
+
+
+def test_matches_reads_plain_data_against_annotations():
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from typing import Literal
+
+    from rlgym_llm.core.validation import matches
+
+    assert matches(2, int | Sequence[int]) and matches([1, 2], int | Sequence[int])
+    assert not matches("banana", int | Sequence[int])  # a string is not a sequence of levels
+    assert matches("arith", Sequence[str] | None) and matches(None, Sequence[str] | None)
+    assert matches("data.jsonl", str | Path | None) and not matches(3, str | Path)
+    assert not matches(True, int) and matches(1, float) and not matches("1", float)
+    assert matches({"a": 1}, Mapping[str, int]) and not matches({"a": "x"}, Mapping[str, int])
+    assert matches("b", Literal["a", "b"]) and not matches("c", Literal["a", "b"])
+
+
+def test_check_call_lists_unknown_wrong_and_missing_arguments():
+    from rlgym_llm.core.validation import check_call
+
+    class Env:
+        def __init__(self, size: int, level: int | list[int] = 1, name: str = "x"):
+            pass
+
+    problems = check_call(Env, {"levle": 2, "name": 3}, "env.kwargs.")
+    assert problems == [
+        "unknown key `env.kwargs.levle` (did you mean `env.kwargs.level`?); "
+        f"{Env.__module__}:{Env.__qualname__} takes: size, level, name",
+        "`env.kwargs.name=3` must be str, got int",
+        f"`env.kwargs.size` is required by {Env.__module__}:{Env.__qualname__}; set `env.kwargs.size=<value>`",
+    ]
+    assert check_call(Env, {"size": 3}, given=()) == [] and check_call(Env, {}, given=["size"]) == []
+    assert check_call(lambda **kw: None, {"anything": 1}) == []

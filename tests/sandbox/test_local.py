@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,73 @@ def test_closed_box_leaves_no_worker_and_no_work_dir():
     pid, work_dir = asyncio.run(main())
     assert not os.path.exists(work_dir)
     assert pid not in [p[0] for p in host_processes()]
+
+
+# --- limits per box, not per process (cgroups); the controls run the same code under the old limits ---
+
+TEN_CHILDREN = """
+import os, time
+pids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(40 * 1024 * 1024)
+        for j in range(0, len(block), 4096):
+            block[j] = 1  # touch every page: resident, not just reserved
+        time.sleep(1)
+        os._exit(0)
+    pids.append(pid)
+print(sum(os.waitpid(p, 0)[1] == 0 for p in pids))
+"""
+
+
+def test_ten_children_fit_under_a_per_process_limit():
+    """Control: with only RLIMIT_AS (the old per-process limit) of 128 MiB, ten 40 MiB children all succeed."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (128 << 20, 128 << 20))
+
+    out = subprocess.run([sys.executable, "-c", TEN_CHILDREN], capture_output=True, text=True, preexec_fn=limit)
+    assert out.stdout == "10\n", out
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_memory_is_one_budget_for_the_whole_box():
+    async def scenario(box):
+        result = await box.exec(["python3", "-c", TEN_CHILDREN], timeout=30)
+        return box.isolation["cgroup"], result
+
+    cgroup, result = run(scenario, Limits(memory_mb=128, wall_s=30, max_procs=32))
+    assert cgroup["version"] in (1, 2)
+    assert result.oom_killed, result
+    assert int(result.stdout or 0) <= 3, result  # 128 MiB hold three 40 MiB children, not ten
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_files_in_the_box_tmpfs_count_against_its_memory():
+    write = ["sh", "-c", "head -c 200000000 /dev/zero > /tmp/big && echo written"]
+
+    async def scenario(box):
+        filled = await box.exec(write, timeout=30)
+        await box.reset()  # frees the files, and with them the memory
+        after = await box.exec(["python3", "-c", "print(42)"])
+        return filled, after
+
+    big, after = run(scenario, Limits(memory_mb=512, wall_s=30))  # control: 200 MB fit in 512 MiB
+    assert big.stdout == "written\n", big
+    filled, after = run(scenario, Limits(memory_mb=128, wall_s=30))
+    assert filled.oom_killed and "written" not in filled.stdout, filled
+    assert after.ok and after.stdout == "42\n", after
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_cgroups_are_removed_with_the_box():
+    async def main():
+        box = LocalSandbox()
+        await box.start()
+        dirs = box.isolation["cgroup"]["dirs"]
+        assert all(os.path.isdir(d) for d in dirs)
+        await box.close()
+        return dirs
+
+    assert not any(os.path.exists(d) for d in asyncio.run(main()))

@@ -1,5 +1,6 @@
-"""Kill-and-resume: `rlgym train` killed (SIGKILL) after a checkpoint and run again gives the same
-metrics and the same final weights as an uninterrupted run (slow tier)."""
+"""Kill-and-resume: `rlgym train` killed (SIGKILL) after a checkpoint and continued with
+`resume=<its folder>` gives the same metrics and the same final weights as an uninterrupted run
+(slow tier)."""
 
 import json
 import os
@@ -38,8 +39,8 @@ ARGS = [
 TIMING = ("time_", "cpu_", "tokens_per_s")
 
 
-def _command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS]
+def _command(out: Path, *more: str) -> list[str]:
+    return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS, *more]
 
 
 def _metrics(out: Path) -> list[dict]:
@@ -66,7 +67,10 @@ def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir):
     proc.wait()
     assert not (killed / "checkpoints" / "step_000004").exists()
 
-    resumed = subprocess.run(_command(killed), env=env, capture_output=True, text=True, timeout=600)
+    # the same command again is refused: a new run never reuses a folder
+    again = subprocess.run(_command(killed), env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 2 and f"pass resume={killed}" in again.stderr
+    resumed = subprocess.run(_command(killed, f"resume={killed}"), env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from" in resumed.stderr and "step_000002" in resumed.stderr
 

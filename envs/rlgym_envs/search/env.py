@@ -30,15 +30,12 @@ from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
     Env,
-    Message,
     Messages,
     Step,
     StepSignals,
     Task,
     Tool,
-    ToolCall,
-    ToolError,
-    parse_call,
+    ToolResult,
 )
 
 MAX_K = 10
@@ -112,6 +109,7 @@ class SearchEnv(Env):
     """
 
     tools = (Search, Open, Answer)
+    ignored_call = ToolResult("Error: not run, the episode ended with answer.", ok=False)
 
     def __init__(
         self,
@@ -146,18 +144,19 @@ class SearchEnv(Env):
         self._by_hops: dict[int, list[int]] = {}
         for i, item in enumerate(self._items):
             self._by_hops.setdefault(len(item.gold_docs), []).append(i)
-        self._reset_episode()
-
-    def _reset_episode(self) -> None:
         self.found: set[int] = set()  # hops whose gold document has been seen
         self.seen: set[str] = set()  # every document id retrieved or opened
         self.submitted: str | None = None
+        self._answered = False  # an answer was given this turn
+        self._gold = False  # a gold document surfaced this turn
 
     # --- Env hooks ---------------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
-        self._reset_episode()
-        return super().reset(seed=seed, options=options)
+    def new_episode(self, task: Task) -> None:
+        self.found, self.seen, self.submitted = set(), set(), None
+
+    def episode_over(self) -> bool:
+        return self._answered
 
     def sample_task(self, options: Mapping[str, Any]) -> SearchTask:
         if "index" in options:
@@ -193,38 +192,30 @@ class SearchEnv(Env):
                 messages=[{"role": "user", "content": "Use a tool: search, open, or answer to submit your answer."}],
                 signals=self._signals(tool_ok=None, gold=False),
             )
-        messages: Messages = []
-        ok, gold, done = True, False, False
-        for call in turn.tool_calls:
-            if done:  # calls after `answer` are not run: the episode is over
-                messages.append(_tool_msg(call, "Error: not run, the episode ended with answer."))
-                ok = False
-                continue
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                messages.append(_tool_msg(call, parsed.message))
-                ok = False
-            elif isinstance(parsed, Search):
-                text, hit = self._search(parsed.query, parsed.k)
-                messages.append(_tool_msg(call, text))
-                gold |= hit
-            elif isinstance(parsed, Open):
-                text, found, hit = self._open(parsed.doc_id)
-                messages.append(_tool_msg(call, text))
-                ok &= found
-                gold |= hit
-            elif isinstance(parsed, Answer):
-                self.submitted = parsed.text
-                done = True
-                # Never say what the right answer was: the feedback must not leak it to later samples.
-                messages.append(_tool_msg(call, "Answer submitted."))
-        outcome = self.outcome()
+        self._answered = self._gold = False
+        run = self.run_tools(turn)
+        done, outcome = self._answered, self.outcome()
         return Step(
-            messages=messages,
+            messages=run.messages,
             reward=outcome["reward"] if done else 0.0,
             terminated=done,
-            signals=self._signals(tool_ok=ok, gold=gold, components=outcome["components"] if done else {}),
+            signals=self._signals(tool_ok=run.ok, gold=self._gold, components=outcome["components"] if done else {}),
         )
+
+    def on_search(self, args: Search) -> str:
+        text, hit = self._search(args.query, args.k)
+        self._gold |= hit
+        return text
+
+    def on_open(self, args: Open) -> ToolResult:
+        text, found, hit = self._open(args.doc_id)
+        self._gold |= hit
+        return ToolResult(text, ok=found)
+
+    def on_answer(self, args: Answer) -> str:
+        self.submitted, self._answered = args.text, True
+        # Never say what the right answer was: the feedback must not leak it to later samples.
+        return "Answer submitted."
 
     def outcome(self) -> dict[str, Any]:
         answers = self.task.hidden["answers"]
@@ -276,7 +267,3 @@ class SearchEnv(Env):
             state_key=key,
             extra={"gold_retrieved": gold},
         )
-
-
-def _tool_msg(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}

@@ -1,0 +1,98 @@
+"""Failure is not success: a run whose episodes fail stops with exit 1 and the first error, and a run
+in which no update happened says so (updates done vs skipped, and why)."""
+
+import json
+import textwrap
+
+import pytest
+
+from rlgym_llm.cli.main import main
+from rlgym_llm.core.types import Failure, FailureKind, Trajectory
+from rlgym_llm.rollout.errors import TooManyFailuresError, check_failures
+from rlgym_llm.train.loop import updates_summary
+
+SMALL = [
+    "sft.enabled=false",
+    "trainer.steps=2",
+    "trainer.tasks_per_step=2",
+    "trainer.group_size=2",
+    "trainer.threads=1",
+    "env.max_turns=2",
+    "policy.max_context=256",
+    "policy.sampling.max_tokens=8",
+    "progress=false",
+]
+
+
+def _traj(seed: int, failed: bool) -> Trajectory:
+    t = Trajectory(env_id="x/Y-v0", seed=seed, task_id="", group_id="0", sample_index=0)
+    if failed:
+        t.failures.append(Failure(FailureKind.ENV, "TypeError", "reset() got an unexpected keyword 'level'", 0))
+    return t
+
+
+def test_check_failures_raises_past_the_threshold_with_the_first_error():
+    batch = [_traj(0, False), _traj(1, True), _traj(2, True)]
+    check_failures(batch, 0.7, "RL step 1", "trainer.max_failed_share")  # 2/3 <= 0.7
+    with pytest.raises(TooManyFailuresError) as e:
+        check_failures(batch, 0.5, "RL step 1", "trainer.max_failed_share")
+    assert str(e.value) == (
+        "RL step 1: 2 of 3 episodes failed, more than trainer.max_failed_share=0.5 allows; first error "
+        "(env failure, turn 0, seed 1): TypeError: reset() got an unexpected keyword 'level'"
+    )
+    check_failures(batch, 1.0, "x", "y")  # 1.0: never
+
+
+def test_updates_summary_counts_skipped_updates_by_reason():
+    records = [
+        {"step": 1, "skipped_update": True, "skip_reason": "every group tied (equal rewards: no advantage)"},
+        {"step": 2, "skipped_update": False, "skip_reason": None},
+        {"step": 3, "skipped_update": True, "skip_reason": "every group tied (equal rewards: no advantage)"},
+    ]
+    assert updates_summary(records) == {
+        "done": 1,
+        "skipped": 2,
+        "skip_reasons": {"every group tied (equal rewards: no advantage)": 2},
+    }
+
+
+def test_an_env_that_raises_in_every_episode_stops_the_run_with_exit_1(tmp_path, monkeypatch, capsys, tiny_model_dir):
+    (tmp_path / "brokenenv.py").write_text(
+        textwrap.dedent(
+            """
+            from rlgym_llm.testing.toy import CounterEnv
+
+            class BrokenEnv(CounterEnv):
+                def sample_task(self, options):
+                    raise TypeError("sample_task() got an unexpected keyword argument 'level'")
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = ["env=counter", "env.id=test/Broken-v0", "env.entry_point=brokenenv:BrokenEnv", "env.kwargs={}"]
+    code = main(["train", f"out_dir={tmp_path / 'run'}", *env, *SMALL, "trainer.eval_tasks=0"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "error: RL step 1: 4 of 4 episodes failed, more than trainer.max_failed_share=0.5 allows" in err
+    assert "TypeError: sample_task() got an unexpected keyword argument 'level'" in err
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def test_an_unreachable_endpoint_fails_the_evaluation(tmp_path, capsys, tiny_model_dir):
+    argv = ["eval", "env=counter", "policy=openai", "policy.base_url=http://127.0.0.1:9/v1", "tasks=2", "samples=1"]
+    assert main([*argv, "ks=[1]", f"out_dir={tmp_path}", "progress=false"]) == 1
+    err = capsys.readouterr().err
+    assert "error: evaluation of toy/Counter-v0: 2 of 2 episodes failed, more than max_failed_share=0.5" in err
+    assert "Cannot connect to host 127.0.0.1:9" in err and not (tmp_path / "eval.json").exists()
+
+
+def test_a_run_without_any_update_says_so(tmp_path, capsys, tiny_model_dir):
+    # the untrained tiny model never succeeds: every group's rewards are tied, no update happens
+    out = tmp_path / "run"
+    assert main(["train", f"out_dir={out}", "env=counter", *SMALL, "trainer.eval_tasks=2"]) == 0
+    printed = capsys.readouterr().out
+    why = "every group tied (equal rewards: no advantage)"
+    assert f"updates: 0 done, 2 skipped ({why}: 2)" in printed
+    assert "no update happened" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["updates"] == {"done": 0, "skipped": 2, "skip_reasons": {why: 2}}

@@ -1,0 +1,66 @@
+"""Run folders: a new run gets a new folder, an existing one is never reused silently, and resuming
+refuses a config that differs in anything but the step budget, listing the differences."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.cli.main import main
+from rlgym_llm.config import load_config
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.recipes import parts
+
+
+def test_the_default_run_folder_is_new_and_timestamped():
+    out = load_config("train").out_dir
+    assert re.fullmatch(r"runs/train/\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", out), out
+    assert re.fullmatch(r"runs/math_grpo/\S+", load_config("train", ["+experiment=math_grpo"]).out_dir)
+
+
+def test_a_new_run_refuses_a_folder_that_holds_files(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cfg = load_config("train", [f"out_dir={empty}"])
+    assert parts.run_folder(cfg) == empty and (empty / "config.yaml").exists()  # an empty folder is fine
+    with pytest.raises(ConfigError, match=f"pass resume={empty} to continue that run"):
+        parts.run_folder(load_config("train", [f"out_dir={empty}"]))
+
+
+def _saved_run(tmp_path: Path, *overrides: str) -> Path:
+    out = tmp_path / "run"
+    parts.run_folder(load_config("train", [f"out_dir={out}", *overrides]))
+    return out
+
+
+def test_resume_accepts_a_longer_step_budget_only(tmp_path):
+    out = _saved_run(tmp_path, "env=math", "credit=grpo", "sft.enabled=false", "trainer.steps=3")
+    cfg = load_config("train", [f"resume={out}", "env=math", "credit=grpo", "sft.enabled=false", "trainer.steps=9"])
+    assert parts.run_folder(cfg) == out and cfg.out_dir == str(out)  # out_dir follows resume=
+    assert "steps: 9" in (out / "config.yaml").read_text()
+
+    other = load_config("train", [f"resume={out}", "env=counter", "credit=gated", "sft.enabled=false"])
+    with pytest.raises(ConfigError) as e:
+        parts.run_folder(other)
+    problems = e.value.problems
+    assert problems[0].startswith(f"`resume={out}`: this config differs from the run's in ")
+    assert "credit.method: 'grpo' -> 'gated'" in problems
+    assert "env.id: 'rlgym/Math-v0' -> 'toy/Counter-v0'" in problems
+    assert not any(p.startswith("trainer.steps") for p in problems)
+
+
+def test_resume_needs_a_run_folder(tmp_path):
+    with pytest.raises(ConfigError, match="no run there"):
+        parts.run_folder(load_config("train", [f"resume={tmp_path}"]))
+
+
+def test_the_cli_refuses_before_loading_the_model(monkeypatch, capsys, tmp_path):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(parts, "model_dir", no_model)
+    (tmp_path / "metrics.jsonl").write_text("{}\n")
+    assert main(["train", f"out_dir={tmp_path}"]) == 2
+    assert "already holds files" in capsys.readouterr().err
+    assert main(["train", f"resume={tmp_path}"]) == 2
+    assert "no run there" in capsys.readouterr().err
