@@ -27,13 +27,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def load(config_name: str, overrides: Sequence[str] = (), config_dir: str | os.PathLike | None = None) -> Any:
-    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides.
+def load(
+    config_name: str,
+    overrides: Sequence[str] = (),
+    config_dir: str | os.PathLike | None = None,
+    extra: Sequence[str | os.PathLike] = (),
+) -> Any:
+    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides; `extra`
+    config folders add options to the main tree (`rlgym_llm.config.compose.search_path`).
 
     Raises:
         ConfigError: every problem of the config, each with its fix.
     """
-    return load_config(config_name, overrides, config_dir)
+    return load_config(config_name, overrides, config_dir, extra)
 
 
 def config_yaml(cfg: Any) -> str:
