@@ -68,3 +68,45 @@ def test_rlgym_train_config_passes_the_dataset_to_math(tmp_path):
     env = parts.env_factory(cfg.env, cfg.sandbox)()
     messages, _ = env.reset(seed=3)
     assert any(r["problem"] in messages[-1]["content"] for r in ROWS)
+
+
+def test_code_env_reads_its_task_file_from_a_datasets_folder_with_a_mapping(tmp_path):
+    import rlgym_llm
+    from rlgym_envs.code.tasks import BUILTIN, load_specs, resolve_tasks
+
+    datasets = pytest.importorskip("datasets")
+    # stdio tasks: their tests are string pairs, which Arrow stores (function tasks mix argument types)
+    rows = [r for r in map(json.loads, resolve_tasks(BUILTIN).read_text().splitlines()) if r.get("kind") == "stdio"][:3]
+    renamed = [{("text" if k == "prompt" else k): v for k, v in r.items()} for r in rows]
+    folder = tmp_path / "code_tasks"
+    datasets.Dataset.from_list(renamed).save_to_disk(str(folder))
+    specs = load_specs(folder, fields={"prompt": "text"})
+    assert [s.id for s in specs] == [r["id"] for r in rows]
+    env = rlgym_llm.make("rlgym/Code-v0", tasks=str(folder), fields={"prompt": "text"})
+    messages, _ = env.reset(seed=0, options={"task_index": 0})
+    assert rows[0]["prompt"].strip()[:40] in messages[-1]["content"]
+    env.close()
+
+
+def test_search_env_reads_parquet_corpus_and_qa_with_mappings(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import rlgym_llm
+
+    docs = [
+        {"doc": "d1", "title": "Paris", "body": "Paris is the capital of France."},
+        {"doc": "d2", "title": "Rome", "body": "Rome is the capital of Italy."},
+    ]
+    qa = [{"q": "What is the capital of France?", "answers": ["Paris"], "gold_docs": ["d1"]}]
+    pq.write_table(pa.Table.from_pylist(docs), tmp_path / "corpus.parquet")
+    pq.write_table(pa.Table.from_pylist(qa), tmp_path / "qa.parquet")
+    env = rlgym_llm.make(
+        "rlgym/Search-v0",
+        corpus_path=str(tmp_path / "corpus.parquet"),
+        qa_path=str(tmp_path / "qa.parquet"),
+        corpus_fields={"id": "doc", "text": "body"},
+        qa_fields={"question": "q"},
+    )
+    messages, _ = env.reset(seed=0)
+    assert "capital of France" in messages[-1]["content"]
+    env.close()

@@ -26,7 +26,7 @@ import pydantic
 
 from rlgym_llm.core.env import Task
 from rlgym_llm.core.errors import DataFileError
-from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.records import FORMATS, read_records
 
 BUILTIN = "builtin"  # `tasks="builtin"` names the task set shipped with the package
 KINDS: tuple[str, ...] = ("function", "stdio")
@@ -147,19 +147,21 @@ def resolve_tasks(tasks: str | Path) -> Path:
     return Path(tasks).expanduser()
 
 
-def load_specs(tasks: str | Path) -> list[TaskSpec]:
-    """Read and validate a task file.
+def load_specs(tasks: str | Path, fields: Mapping[str, str] | None = None, split: str | None = None) -> list[TaskSpec]:
+    """Read and validate a task file: JSONL, Parquet or a Hugging Face `datasets` folder, with
+    `fields` mapping a task field to the data set's column and `split` choosing a split
+    (`rlgym_llm.core.records.read_records`).
 
     Raises:
         TaskFileError: the file is missing or empty, a line is not valid JSON or not a valid task, or
             two lines share an id (the message names the file and the 1-based line number).
     """
     path = resolve_tasks(tasks)
-    if not path.is_file():
-        raise TaskFileError(f"task file {str(path)!r} does not exist (pass a JSONL path, or 'builtin')")
+    if not path.exists():
+        raise TaskFileError(f"task file {str(path)!r} does not exist (pass {FORMATS}, or 'builtin')")
     specs: list[TaskSpec] = []
     seen: dict[str, int] = {}
-    for lineno, value in read_jsonl(path, error=TaskFileError):
+    for lineno, value in read_records(path, fields, split, error=TaskFileError):
         try:
             spec = TaskSpec.model_validate(value)
         except pydantic.ValidationError as e:
