@@ -97,3 +97,25 @@ def test_the_164_humaneval_problems_pass_with_their_solutions_and_fail_with_an_e
     print(f"HumanEval: 164 problems x 2 submissions graded in {seconds:.1f} s")
     assert not failed, failed
     assert not passed_empty, passed_empty
+
+
+def test_code_env_grades_humaneval_lines_loaded_as_they_are(tmp_path):
+    import rlgym_llm
+
+    problems = _humaneval()[:3]
+    path = tmp_path / "humaneval.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in problems))
+    fields = {"id": "task_id", "solution": "canonical_solution"}
+    env = rlgym_llm.make("rlgym/Code-v0", tasks=str(path), fields=fields)
+    for i, p in enumerate(problems):
+        for body, reward in ((p["canonical_solution"], 1.0), ("    pass\n", 0.0)):
+            messages, _ = env.reset(seed=0, options={"task_index": i})
+            assert p["prompt"] in messages[-1]["content"] and "def check" not in messages[-1]["content"]
+            step = {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c", "name": "submit", "arguments": {"code": p["prompt"] + body}}],
+            }
+            _, got, terminated, _, info = env.step(step)
+            assert terminated and got == reward, (p["task_id"], info)
+    env.close()
