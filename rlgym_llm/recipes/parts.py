@@ -144,11 +144,8 @@ def register_env(env: EnvConfig) -> None:
 
 
 def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str, Any]:
-    """Constructor kwargs of the env (the sandbox backend included for envs that run code)."""
-    kwargs = dict(env.kwargs)
-    if env.sandbox_kwarg and sandbox is not None:
-        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
-    return kwargs
+    """Constructor kwargs of the env (the sandbox backend and the data set included)."""
+    return env.call_kwargs(sandbox.backend if sandbox is not None else None)
 
 
 def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callable[[], Any]:

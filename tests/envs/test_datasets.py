@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.errors import ConfigError, DataFileError
 from rlgym_llm.core.records import read_records
 
 ROWS = [
@@ -62,12 +62,13 @@ def test_rlgym_train_config_passes_the_dataset_to_math(tmp_path):
     from rlgym_llm.recipes import parts
 
     path = _write_all(tmp_path)["parquet"]
-    cfg = load_config(
-        "train", ["env=math", f"+env.kwargs.dataset={path}", "+env.kwargs.fields={question: problem, answer: solution}"]
-    )
+    mapping = "env.fields={question: problem, answer: solution}"
+    cfg = load_config("train", ["env=math", f"env.dataset={path}", mapping])
     env = parts.env_factory(cfg.env, cfg.sandbox)()
     messages, _ = env.reset(seed=3)
     assert any(r["problem"] in messages[-1]["content"] for r in ROWS)
+    with pytest.raises(ConfigError, match="takes no data set"):
+        load_config("train", [f"env.dataset={path}"])  # the Counter demo reads no data set
 
 
 def test_code_env_reads_its_task_file_from_a_datasets_folder_with_a_mapping(tmp_path):
@@ -105,7 +106,7 @@ def test_search_env_reads_parquet_corpus_and_qa_with_mappings(tmp_path):
         corpus_path=str(tmp_path / "corpus.parquet"),
         qa_path=str(tmp_path / "qa.parquet"),
         corpus_fields={"id": "doc", "text": "body"},
-        qa_fields={"question": "q"},
+        fields={"question": "q"},
     )
     messages, _ = env.reset(seed=0)
     assert "capital of France" in messages[-1]["content"]

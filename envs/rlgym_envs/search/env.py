@@ -100,7 +100,7 @@ class SearchEnv(Env):
         corpus_path: a corpus of `{"id", "title", "text"}` rows (JSONL, Parquet or a Hugging Face
             `datasets` folder); needs `qa_path` too.
         qa_path: a QA set of `{"question", "answers", "gold_docs"?}` rows, in any of those formats.
-        corpus_fields, qa_fields: the data set's column for each field, e.g. `{"text": "body"}`.
+        fields, corpus_fields: the QA set's and the corpus's column for each field, e.g. `{"question": "q"}`.
         split: the split of `datasets` folders that hold several (default: `train`).
         cache_dir: where the indexes are cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
         snippet_chars: the most characters of each search result's snippet.
@@ -124,7 +124,7 @@ class SearchEnv(Env):
         corpus_path: str | os.PathLike[str] | None = None,
         qa_path: str | os.PathLike[str] | None = None,
         corpus_fields: Mapping[str, str] | None = None,
-        qa_fields: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
         split: str | None = None,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         snippet_chars: int = 200,
@@ -139,7 +139,7 @@ class SearchEnv(Env):
             raise ValueError("give both corpus_path and qa_path (a corpus and its questions), or neither")
         if corpus_path is not None and qa_path is not None:
             docs = load_corpus(corpus_path, corpus_fields, split)
-            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs], fields=qa_fields, split=split)
+            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs], fields=fields, split=split)
             self._structure: tuple[Mapping[str, Any], ...] = ({},) * len(self._items)
             self.source = f"corpus:{os.fspath(corpus_path)}"
         else:
