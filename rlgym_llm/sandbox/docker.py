@@ -43,6 +43,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -310,6 +311,8 @@ class DockerSandbox(Sandbox):
         network_mode: Docker network when `limits.network` is on (default: the daemon's default network).
         cpus: Optional CPU quota (e.g. 1.0 = one core).
         flood_factor: Once a command has written this many times `output_bytes` in total, it is killed.
+        read_only_mounts: Host directory -> absolute path in the container, bind-mounted read-only
+            (e.g. a cached toolchain).
         init: Run Docker's init (tini) as PID 1; falls back to the sweeper as PID 1 where the daemon has none.
     """
 
@@ -326,6 +329,7 @@ class DockerSandbox(Sandbox):
         network_mode: str | None = None,
         cpus: float | None = None,
         flood_factor: int = 16,
+        read_only_mounts: Mapping[str, str] | None = None,
         init: bool = True,
     ):
         super().__init__(limits)
@@ -336,6 +340,7 @@ class DockerSandbox(Sandbox):
         self.tmp_mb = tmp_mb
         self.network_mode = network_mode
         self.cpus = cpus
+        self.read_only_mounts = {os.path.realpath(h): b for h, b in (read_only_mounts or {}).items()}
         self.flood_bytes = max(flood_factor * self.limits.output_bytes, 1 << 22)
         self.init = init
         self.container_id: str | None = None
@@ -406,6 +411,7 @@ class DockerSandbox(Sandbox):
             ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],  # SIGXCPU would dump core into /work
             nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
             shm_size="16m",
+            binds={host: {"bind": box, "mode": "ro"} for host, box in self.read_only_mounts.items()} or None,
             init=init,
         )
         labels = {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}

@@ -48,9 +48,11 @@ import shutil
 import struct
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.sandbox._cgroup import PREFIX, BoxCgroup
 from rlgym_llm.sandbox.base import (
     ExecResult,
@@ -63,6 +65,11 @@ from rlgym_llm.sandbox.base import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+def _under(root: str, path: str) -> bool:
+    return path == root or path.startswith(root + "/")
+
 
 _WORKER = Path(__file__).with_name("_worker.py")
 _UID_BASE = 1_000_000  # far above distro ranges; uid = base + worker pid is unique among live boxes
@@ -83,6 +90,9 @@ class LocalSandbox(Sandbox):
             sees only the system dirs and the interpreter's standard library, never the caller's
             folders (its cwd, `sys.path`, site-packages).
         require_isolation: Raise `SandboxError` in `start()` unless every isolation layer is in effect.
+        read_only_mounts: Host directory -> path in the box, read, never written (e.g. a cached
+            toolchain). Every mount but the work dir is read-only here and host folders keep their
+            path, so each must map to itself; they are exposed.
     """
 
     backend = "local"
@@ -97,13 +107,21 @@ class LocalSandbox(Sandbox):
         read_limit_bytes: int = 64 * 1024 * 1024,
         expose: tuple[str, ...] = (),
         require_isolation: bool = False,
+        read_only_mounts: Mapping[str, str] | None = None,
     ):
         super().__init__(limits)
         self.root_dir = root_dir
         self.disk_mb = disk_mb
         self.flood_bytes = flood_bytes
         self.read_limit_bytes = read_limit_bytes
-        self.expose = tuple(expose)
+        moved = [f"{h} -> {b}" for h, b in (read_only_mounts or {}).items() if os.path.abspath(h) != b]
+        private = ("/tmp", "/var/tmp", "/dev/shm")
+        scratch = [h for h in read_only_mounts or {} if any(_under(d, os.path.realpath(h)) for d in private)]
+        problems = [f"the local backend shows host folders at their own path; cannot mount {m}" for m in moved]
+        problems += [f"cannot mount {h}: the box has its own private /tmp, /var/tmp and /dev/shm" for h in scratch]
+        if problems:
+            raise ConfigError(problems)
+        self.expose = tuple(expose) + tuple(read_only_mounts or {})
         self.require_isolation = require_isolation
         self.isolation: dict[str, Any] = {}
         self.work_dir: str | None = None
