@@ -399,7 +399,7 @@ def _ci(d: dict) -> str:
 def _vs(c: dict | None) -> str:
     if not c:
         return "-"
-    return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}], MDD {c['mdd']:.3f}"
+    return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] (t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]), MDD {c['mdd']:.3f}"
 
 
 def write(results: dict, command: str) -> None:
@@ -437,7 +437,8 @@ def write(results: dict, command: str) -> None:
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
         lines += [
             "| method | seeds | training success, last half | training AUC | held-out after | vs GRPO, last half"
-            " (diff [95% CI], MDD) | vs GRPO, AUC | steps with an update | failed episodes | tied groups |",
+            " (diff [bootstrap 95% CI] (paired t 95%), MDD) | vs GRPO, AUC | steps with an update | failed episodes"
+            " | tied groups |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, e in env["methods"].items():
@@ -513,7 +514,10 @@ def verdicts(results: dict) -> list[str]:
             for key, label in (("train_end", "last half"), ("train_auc", "AUC"), ("heldout_end", "held-out after")):
                 c = e["vs_grpo"].get(key)
                 if c:
-                    parts.append(f"{label} {c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {c['verdict']}")
+                    parts.append(
+                        f"{label} {c['diff']:+.3f}, bootstrap [{c['low']:+.3f}, {c['high']:+.3f}], "
+                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]: {c['verdict']}"
+                    )
             out.append(
                 f"{name}: {method} vs GRPO over {e['vs_grpo']['train_end']['n']} paired seeds: "
                 + "; ".join(parts)
