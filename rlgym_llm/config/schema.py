@@ -210,6 +210,8 @@ class TrainConfig:
             its config must match this one in everything but `trainer.steps`.
         progress: show a progress bar.
         log: TensorBoard and Weights & Biases (`metrics.jsonl` is always written).
+        final_model: export the last step to `out_dir/final_model`, a Hugging Face folder (LoRA
+            merged) that transformers loads and vLLM serves (`rlgym export` does it for any step).
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -224,6 +226,7 @@ class TrainConfig:
     resume: str | None = None
     progress: bool = True
     log: LogConfig = field(default_factory=LogConfig)
+    final_model: bool = True
 
 
 def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]:
@@ -326,7 +329,8 @@ class EvalConfig:
         bootstrap_reps: bootstrap resamples for the confidence intervals.
         confidence: the intervals' coverage.
         checkpoint: evaluate these weights instead of `policy.model`'s own: a Hugging Face folder,
-            a `step_*` checkpoint of `rlgym train`, or a run folder (its newest checkpoint).
+            a `step_*` checkpoint of `rlgym train`, or a run folder (its newest checkpoint). A run's
+            model, `agent` section and token budgets replace this config's (prompts as in training).
         label: the policy's name in the report (default: the model and checkpoint).
         seed: seeds sampling and the bootstrap.
         out_dir: eval.json, report.md, pass_at_k.png, scores.png (and trajectories.jsonl) go here.

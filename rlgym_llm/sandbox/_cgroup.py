@@ -7,8 +7,9 @@ processes cannot hand controllers down); else in the v1 memory (and pids) hierar
 - memory: `Limits.memory_mb` for all of the box's processes together, tmpfs files they wrote and
   SysV shared memory included (pages are charged to the cgroup of the process that touched them);
   no swap (`memory.swap.max = 0`; v1: `memsw`, where the kernel has swap accounting);
-- pids: `Limits.max_procs` tasks at once, where the pids controller is available (else RLIMIT_NPROC
-  on the box's own uid bounds them the same way, per box).
+- pids (v2, where delegated): `Limits.max_procs` tasks at once. With v1 and without the controller,
+  RLIMIT_NPROC on the box's own uid bounds them the same way, per box (a second v1 hierarchy would
+  cost a second cgroup migration, milliseconds, on every execution).
 
 The worker moves each execution's supervisor (and each file helper) into it before the box code
 runs; the kernel's OOM killer then acts inside the box only, and the worker reads its `oom_kill`
@@ -145,31 +146,23 @@ class BoxCgroup:
 
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, max_tasks: int) -> BoxCgroup | None:
+        # Memory only: each v1 hierarchy costs a migration per execution (milliseconds: the kernel
+        # waits for an RCU grace period), and RLIMIT_NPROC on the box's own uid already bounds its
+        # processes per box, as pids.max would.
         own = _own_paths()
-        dirs = {}
-        for controller in ("memory", "pids"):
-            mount = next((m for m in _mounts() if m[1] == "cgroup" and controller in m[2]), None)
-            if mount is None:
-                if controller == "memory":
-                    return None
-                continue  # no pids hierarchy: RLIMIT_NPROC on the box's own uid still bounds its processes
-            parent = _under(mount[0], mount[3], own.get(controller, "/"))
-            dirs[controller] = os.path.join(parent if os.path.isdir(parent) else mount[0], name)
-        box = cls(1, [])
+        mount = next((m for m in _mounts() if m[1] == "cgroup" and "memory" in m[2]), None)
+        if mount is None:
+            return None
+        parent = _under(mount[0], mount[3], own.get("memory", "/"))
+        memory = os.path.join(parent if os.path.isdir(parent) else mount[0], name)
+        os.mkdir(memory)
+        box = cls(1, [memory], [os.path.join(memory, "cgroup.procs")], pids_limited=False)
         try:
-            for path in dirs.values():
-                os.mkdir(path)
-                box.dirs.append(path)
-                box.procs.append(os.path.join(path, "cgroup.procs"))
-            memory = dirs["memory"]
             _write(os.path.join(memory, "memory.limit_in_bytes"), str(memory_bytes))
             memsw = os.path.join(memory, "memory.memsw.limit_in_bytes")
             box.swap_limited = os.path.exists(memsw)
             if box.swap_limited:
                 _write(memsw, str(memory_bytes))
-            box.pids_limited = "pids" in dirs
-            if box.pids_limited:
-                _write(os.path.join(dirs["pids"], "pids.max"), str(max_tasks))
             box.oom_file = os.path.join(memory, "memory.oom_control")
         except OSError:
             box.remove()

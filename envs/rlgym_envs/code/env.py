@@ -84,6 +84,8 @@ class CodeEnv(Env):
         limits: sandbox limits per execution (default: `DEFAULT_LIMITS`).
         test_timeout_s: seconds per test case, overriding each task's `timeout_s`.
         grading_budget_s: seconds for all cases of one run or submission together.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
 
     `reset(options={"task_index": i})` or `{"task_id": "..."}` picks a task of the (filtered) set;
     otherwise the env's RNG picks one.
@@ -102,8 +104,10 @@ class CodeEnv(Env):
         limits: Limits | None = None,
         test_timeout_s: float | None = None,
         grading_budget_s: float = 30.0,
+        max_tool_calls: int = 8,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = None if difficulty is None else ([difficulty] if isinstance(difficulty, int) else list(difficulty))
         wanted_kinds = KINDS if kinds is None else ((kinds,) if isinstance(kinds, str) else tuple(kinds))
         problems = [f"kind {k!r} is not one of {list(KINDS)}" for k in wanted_kinds if k not in KINDS]

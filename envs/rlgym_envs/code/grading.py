@@ -208,7 +208,11 @@ async def run_cases(
         budget_s: seconds for all cases together; cases left when it runs out are `skipped`.
         python: the interpreter's name inside the box.
     """
-    await box.write_file(SOLUTION_FILE, code)
+    try:
+        await box.write_file(SOLUTION_FILE, code)
+    except OSError as exc:  # the box's disk or memory is full of what earlier runs wrote: the code's doing
+        why = f"could not write {SOLUTION_FILE} into the sandbox ({_short(str(exc), 120)}); files left by earlier runs?"
+        return [CaseResult(False, "error", error=why) for _ in spec.cases(hidden)]
     per_case = spec.timeout_s if timeout_s is None else timeout_s
     deadline = time.monotonic() + budget_s
     results = []

@@ -86,6 +86,8 @@ class MathEnv(Env):
         dataset: a JSONL file of `{"question", "answer"}` lines (or `"sample"`, the packaged sample)
             to use instead of the generator. `reset(options={"task_index": i})` picks line i;
             otherwise the env's RNG picks.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (Calculator, SubmitAnswer)
@@ -96,8 +98,10 @@ class MathEnv(Env):
         difficulty: int | Sequence[int] = 1,
         kinds: Sequence[str] | None = None,
         dataset: str | Path | None = None,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
         self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
         problems = [f"difficulty {d!r} is not one of {list(DIFFICULTIES)}" for d in levels if d not in DIFFICULTIES]
