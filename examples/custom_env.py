@@ -2,26 +2,12 @@
 
 The task: add two numbers with an `add` tool, then answer in text. Run `python examples/custom_env.py`."""
 
-from typing import ClassVar
-
-from pydantic import Field
-
 import rlgym_llm
-from rlgym_llm import Env, Step, StepSignals, Task, Tool, ToolError, parse_call
-
-
-class Add(Tool):
-    """Add two integers exactly."""
-
-    name: ClassVar[str] = "add"
-    a: int = Field(description="first addend")
-    b: int = Field(description="second addend")
+from rlgym_llm import Env, Step, StepSignals, Task, function_tool
 
 
 class SumEnv(Env):
     """Reward 1.0 for a final text answer equal to the sum; tool calls are free."""
-
-    tools = (Add,)
 
     def sample_task(self, options):
         a, b = (int(x) for x in self.np_random.integers(100, 1000, size=2))  # each env owns its RNG
@@ -29,21 +15,27 @@ class SumEnv(Env):
         return Task(id=f"sum-{a}-{b}", prompt=prompt, answer=a + b)
 
     def opening(self, task):
-        self.answered = None
         return [{"role": "user", "content": task.prompt}]
+
+    def new_episode(self, task):  # per-episode state, reset by every `reset`
+        self.answered = None
+
+    @function_tool  # the signature and docstring are the tool's schema; model output is validated first
+    def add(self, a: int, b: int) -> str:
+        """Add two integers exactly.
+
+        Args:
+            a: first addend
+            b: second addend
+        """
+        return str(a + b)
 
     def respond(self, turn):
         if not turn.tool_calls:  # a text turn is the final answer
             self.answered = turn.content.strip()
             reward = self.outcome()["reward"]
             return Step([], reward=reward, terminated=True, signals=StepSignals(reward_components={"correct": reward}))
-        messages, ok = [], True
-        for call in turn.tool_calls:
-            args = parse_call(call, self.tools)  # validates model output; never raises
-            ok = ok and not isinstance(args, ToolError)
-            text = args.message if isinstance(args, ToolError) else str(args.a + args.b)
-            messages.append({"role": "tool", "content": text, "tool_call_id": call.id, "name": call.name})
-        return Step(messages, signals=StepSignals(tool_ok=ok))
+        return super().respond(turn)  # runs the tool calls, one tool message each
 
     def outcome(self):
         correct = float(self.answered == str(self.task.answer))

@@ -17,6 +17,8 @@ earn nothing; `IdleAgent` never calls a tool.
 
 from __future__ import annotations
 
+import random
+import re
 from typing import Any
 
 from rlgym_llm.core.types import AssistantTurn, Messages, ToolCall
@@ -79,26 +81,89 @@ class TestEditingAgent:
             return AssistantTurn("Done.", (ToolCall("submit", {}, id="submit"),))
         task = self.env.unwrapped.task
         test_files: dict[str, str] = task.hidden["test_files"]
-        calls, emptied = [], set()
+        calls, done = [], set()
         for i, test_id in enumerate(task.hidden["fail_to_pass"]):
-            path, *_, name = test_id.split("::")
+            path, *names = test_id.split("::")
             source = test_files.get(path, "")
             if self.mode == "delete":
-                if path not in emptied:
-                    emptied.add(path)
-                    args = {"path": path, "old_str": source, "new_str": "\n"}
-                    calls.append(ToolCall("edit_file", args, id=f"del_{i}"))
-                continue
-            header = f"def {name}(self):\n"
-            if header in source:
-                body = source.split(header, 1)[1].split("\n\n", 1)[0]
-                old = header + body
-                calls.append(
-                    ToolCall(
-                        "edit_file", {"path": path, "old_str": old, "new_str": header + "        pass"}, id=f"hack_{i}"
+                if path not in done:
+                    done.add(path)
+                    calls.append(
+                        ToolCall("edit_file", {"path": path, "old_str": source, "new_str": "\n"}, id=f"del_{i}")
                     )
-                )
+                continue
+            name = re.sub(r"\[.*\]$", "", names[-1]) if names else ""
+            if (path, name) in done:
+                continue
+            done.add((path, name))
+            old = _function_source(source, name)
+            if old is not None:
+                header = old.split(":\n", 1)[0] + ":\n"
+                indent = " " * (len(header) - len(header.lstrip()) + 4)
+                new = header + indent + "pass\n"
+                calls.append(ToolCall("edit_file", {"path": path, "old_str": old, "new_str": new}, id=f"hack_{i}"))
         return AssistantTurn("Making the tests pass.", tuple(calls))
+
+
+def _function_source(source: str, name: str) -> str | None:
+    """The text of the first `def name(...)` (any indentation, decorators excluded), or None."""
+    lines = source.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if re.match(rf"\s*(async\s+)?def {re.escape(name)}\(", line):
+            indent = len(line) - len(line.lstrip())
+            end = i + 1
+            while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+                end += 1
+            while end > i + 1 and not lines[end - 1].strip():
+                end -= 1
+            text = "".join(lines[i:end])
+            return text if source.count(text) == 1 else None
+    return None
+
+
+_SWAPS = (("+", "-"), ("<", ">"), ("==", "!="), (" and ", " or "), ("True", "False"), ("0", "1"))
+
+
+class RandomEditAgent:
+    """A baseline that changes one random token of one random source line, then submits.
+
+    It picks, with its own seeded RNG, a non-test Python file, a line holding one of `+ < == and
+    True 0` (or their counterparts) and swaps that token: an edit of the size a real fix has, made
+    blindly. It must resolve nothing.
+
+    Args:
+        env: the env whose repository the agent edits.
+        seed: seed of the agent's RNG.
+    """
+
+    def __init__(self, env: Any, seed: int = 0) -> None:
+        self.env, self.rng = env, random.Random(seed)
+        self._stage = 0
+
+    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
+        self._stage = 0
+
+    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
+        stage, self._stage = self._stage, self._stage + 1
+        if stage > 0:
+            return AssistantTurn("Done.", (ToolCall("submit", {}, id="submit"),))
+        files: dict[str, str] = self.env.unwrapped._files
+        sources = sorted(p for p in files if p.endswith(".py") and "test" not in p)
+        self.rng.shuffle(sources)
+        for path in sources:
+            text = files[path]
+            lines = [
+                ln for ln in text.splitlines(keepends=True) if text.count(ln) == 1 and not ln.lstrip().startswith("#")
+            ]
+            self.rng.shuffle(lines)
+            for line in lines:
+                pairs = [(a, b) for a, b in _SWAPS if a in line] + [(b, a) for a, b in _SWAPS if b in line]
+                if pairs:
+                    a, b = self.rng.choice(pairs)
+                    new = line.replace(a, b, 1)
+                    args = {"path": path, "old_str": line, "new_str": new}
+                    return AssistantTurn("Trying a change.", (ToolCall("edit_file", args, id="edit"),))
+        return AssistantTurn("Nothing to change.", (ToolCall("submit", {}, id="submit"),))
 
 
 class IdleAgent:

@@ -54,8 +54,17 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
-    for name in METHODS:
-        cs.store(group="credit", name=name, node={"method": name, "params": _plain(defaults(name))})
+    for name, method in METHODS.items():
+        node = {"method": name, "params": _plain(defaults(name))}
+        if method.trainer:  # trainer settings that go with the advantage (Dr. GRPO's loss): a global node
+            cs.store(
+                group="credit",
+                name=name,
+                node={"credit": node, "trainer": _plain(dict(method.trainer))},
+                package="_global_",
+            )
+        else:
+            cs.store(group="credit", name=name, node=node)
     for group, cls in GROUPS.items():
         cs.store(group="schema", name=group, node=_plain(dataclasses.asdict(cls())))
     for root, (cls, _) in ROOTS.items():

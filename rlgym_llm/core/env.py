@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -25,10 +26,13 @@ from typing import Any, ClassVar
 import gymnasium
 from gymnasium.error import ResetNeeded
 
-from rlgym_llm.core.errors import MalformedActionError
+from rlgym_llm.core.dispatch import Handler, ToolResult, ToolRun, clip_observation, collect_tools, dispatch
+from rlgym_llm.core.errors import ConfigError, MalformedActionError
 from rlgym_llm.core.spaces import ActionSpace, ChatSpace
 from rlgym_llm.core.tools import Tool
 from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolSpec
+
+MIN_OBSERVATION_CHARS = 2000  # room for the error and cut notices of a full turn
 
 
 @dataclass(frozen=True)
@@ -79,19 +83,55 @@ class Step:
     info: Mapping[str, Any] = field(default_factory=dict)
 
 
-class Env(gymnasium.Env[Messages, Any]):
-    """Base class of rlgym-llm envs. Subclasses implement `sample_task`, `opening`, `respond`, `outcome`.
+class Env(gymnasium.Env[Messages, Any], abc.ABC):
+    """Base class of rlgym-llm envs. Subclasses implement `sample_task`, `opening` and `outcome`.
+
+    The base class runs the episode: `reset` draws a task and calls `new_episode(task)` to reset the
+    env's per-episode state; `step` turns the action into an `AssistantTurn` and calls `respond`. The
+    default `respond` runs the turn's tool calls (`run_tools`: each call answered by the env's handler of
+    that tool, `on_<tool>(args)`, or by its `function_tool` method), nudges the model when it called no
+    tool, and ends the episode once `episode_over()` says so, paying `outcome()`'s reward on that step.
+    Override `respond` for other rules.
+
+    Args:
+        max_tool_calls: the most tool calls run per turn; the rest are not run, and one message says so.
+        max_observation_chars: the most characters of the messages one step returns; longer tool
+            results are cut (each keeps its beginning) with a note saying how much was cut.
 
     Class attributes:
-        tools: the tool argument models the env accepts (see `rlgym_llm.core.tools.Tool`).
+        tools: the tools the env accepts: `Tool` models and `function_tool` functions; methods decorated
+            with `function_tool` are added. After class creation it holds the `Tool` models.
         reward_range: the (min, max) of any reward the env returns; `check_env` enforces it.
+        ignored_call: the answer to a call made after the episode ended (in the same turn).
+        no_tool_call: the nudge after a turn without tool calls (default `respond`).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (Gymnasium declares it this way)
     tools: ClassVar[tuple[type[Tool], ...]] = ()
     reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    ignored_call: ClassVar[ToolResult] = ToolResult("Ignored: the episode has already ended.", ok=None)
+    no_tool_call: ClassVar[str] = "Call one of the tools."
+    _tool_handlers: ClassVar[dict[str, Handler]] = {}
 
-    def __init__(self) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tools, handlers = collect_tools(cls, cls.tools)
+        cls.tools, cls._tool_handlers = tools, {**cls._tool_handlers, **handlers}
+
+    def __init__(self, max_tool_calls: int = 16, max_observation_chars: int = 32_000) -> None:
+        problems = []
+        if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 1:
+            problems.append(f"max_tool_calls must be an int >= 1, got {max_tool_calls!r}")
+        if isinstance(max_observation_chars, bool) or not isinstance(max_observation_chars, int):
+            problems.append(
+                f"max_observation_chars must be an int >= {MIN_OBSERVATION_CHARS}, got {max_observation_chars!r}"
+            )
+        elif max_observation_chars < MIN_OBSERVATION_CHARS:
+            problems.append(f"max_observation_chars must be >= {MIN_OBSERVATION_CHARS}, got {max_observation_chars!r}")
+        if problems:
+            raise ConfigError(problems)
+        self.max_tool_calls = max_tool_calls
+        self.max_observation_chars = max_observation_chars
         self.observation_space = ChatSpace()
         self.action_space = ActionSpace([t.name for t in self.tools])
         self.render_mode = None
@@ -100,21 +140,61 @@ class Env(gymnasium.Env[Messages, Any]):
 
     # --- to implement --------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         """Draw a task with `self.np_random` (or pick one named in `options`)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def opening(self, task: Task) -> Messages:
         """The opening messages for `task`."""
-        raise NotImplementedError
+
+    @abc.abstractmethod
+    def outcome(self) -> dict[str, Any]:
+        """The final verifiable reward as things stand: `{"reward": float, "components": {...}}`."""
+
+    # --- to override when needed ---------------------------------------------------------------
+
+    def new_episode(self, task: Task) -> None:
+        """Reset the per-episode state for `task`; called by `reset` after `sample_task`, before `opening`."""
+
+    def episode_over(self) -> bool:
+        """Whether the episode's task has ended (e.g. an answer was submitted): later calls are not run."""
+        return False
 
     def respond(self, turn: AssistantTurn) -> Step:
         """Judge one assistant turn: run its tool calls, grade answers, say what happens next."""
-        raise NotImplementedError
+        was_over = self.episode_over()
+        run = self.run_tools(turn)
+        nudge: Message = {"role": "user", "content": self.no_tool_call}
+        messages = run.messages if turn.tool_calls else [nudge]
+        done = self.episode_over()
+        outcome: dict[str, Any] = self.outcome() if done else {"reward": 0.0, "components": {}}
+        reward = float(outcome["reward"]) if done and not was_over else 0.0
+        signals = StepSignals(tool_ok=run.ok, reward_components=outcome["components"])
+        return Step(messages, reward=reward, terminated=done, signals=signals)
 
-    def outcome(self) -> dict[str, Any]:
-        """The final verifiable reward as things stand: `{"reward": float, "components": {...}}`."""
-        raise NotImplementedError
+    def handle_tool(self, args: Tool) -> str | ToolResult:
+        """Run a tool that has no `on_<name>` handler (override to handle several tools in one place)."""
+        raise TypeError(f"{type(self).__name__} has no handler for its tool {args.name!r}: define on_{args.name}")
+
+    # --- helpers for `respond` -----------------------------------------------------------------
+
+    def run_tools(self, turn: AssistantTurn) -> ToolRun:
+        """Validate and run the turn's tool calls in order, one `tool` message each.
+
+        A bad call (unknown tool, bad arguments) is answered with an error message; a call made once
+        `episode_over()` holds is not run and gets `ignored_call`. Only the first `max_tool_calls` calls
+        run; one user message after their results says how many more were dropped.
+        """
+        return dispatch(
+            self,
+            turn.tool_calls,
+            self.tools,
+            self._tool_handlers,
+            self.episode_over,
+            self.ignored_call,
+            self.max_tool_calls,
+        )
 
     # --- the Gymnasium API ----------------------------------------------------------------------
 
@@ -140,9 +220,10 @@ class Env(gymnasium.Env[Messages, Any]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
         super().reset(seed=seed)
-        self._task = self.sample_task(options or {})
-        self.turn = 0
-        return self.opening(self._task), {"task_id": self._task.id, "tools": self.tool_schemas()}
+        task = self.sample_task(options or {})
+        self._task, self.turn = task, 0
+        self.new_episode(task)
+        return self.opening(task), {"task_id": task.id, "tools": self.tool_schemas(), **self.extra_info()}
 
     def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict]:
         if self._task is None:
@@ -155,13 +236,30 @@ class Env(gymnasium.Env[Messages, Any]):
         else:
             result = self.respond(turn)
             if turn.parse_errors:  # calls the agent could not parse: tell the model, after the tool results
-                errors = [_error_message(f"{e}. Write calls as the tool schemas say.") for e in turn.parse_errors]
+                shown = turn.parse_errors[: self.max_tool_calls]
+                errors = [_error_message(f"{e}. Write calls as the tool schemas say.") for e in shown]
+                if len(turn.parse_errors) > len(shown):
+                    errors.append(
+                        _error_message(f"{len(turn.parse_errors) - len(shown)} more calls could not be read.")
+                    )
                 signals = replace(result.signals, tool_ok=False)
                 result = replace(result, messages=[*result.messages, *errors], signals=signals)
-        info: dict[str, Any] = {**result.info, "turn": self.turn, "signals": result.signals.to_dict()}
+        clipped = clip_observation(result.messages, self.max_observation_chars)
+        if clipped is not result.messages:
+            result = replace(result, messages=clipped)
+        info: dict[str, Any] = {
+            **self.extra_info(),
+            **result.info,
+            "turn": self.turn,
+            "signals": result.signals.to_dict(),
+        }
         if result.terminated or result.truncated:
             info["outcome"] = self.outcome()
         return result.messages, float(result.reward), result.terminated, result.truncated, info
+
+    def extra_info(self) -> dict[str, Any]:
+        """Entries added to the `info` of every reset and step (e.g. a screenshot); none by default."""
+        return {}
 
     def invalid_action(self, problem: str) -> Step:
         """The answer to an action that is not an assistant turn at all. Override to add signals."""

@@ -20,7 +20,7 @@ from rlgym_llm.core import validation
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit.broadcast import token_advantages
-from rlgym_llm.credit.common import is_constant
+from rlgym_llm.credit.common import is_constant, normalize
 from rlgym_llm.credit.method import CreditMethod, Group
 from rlgym_llm.credit.registry import METHODS
 from rlgym_llm.credit.trajectories import group_indices, outcome_value
@@ -40,6 +40,8 @@ class CreditStats:
         n_zero_variance_groups: groups whose outcomes are all equal ("advantage collapse" for
             outcome methods; IGPO and GiGPO may still give them signal).
         n_zero_advantage_groups: groups whose every computed advantage is exactly 0.
+        n_grpo_equal_groups: groups whose advantages equal GRPO's on their outcomes (every turn of
+            trajectory i gets z(R)_i, to 1e-4 relative: the std eps breaks exact affine invariance): where a method is GRPO in disguise.
         reward_mean, reward_std: of the outcomes of non-failed trajectories.
         adv_mean, adv_std, adv_abs_max: over all turns of non-failed trajectories.
         step_group_sizes: GiGPO only: {step-group size: count}; size 1 are singletons.
@@ -52,6 +54,7 @@ class CreditStats:
     n_singleton_groups: int
     n_zero_variance_groups: int
     n_zero_advantage_groups: int
+    n_grpo_equal_groups: int
     reward_mean: float
     reward_std: float
     adv_mean: float
@@ -80,7 +83,7 @@ class CreditResult:
     Args:
         turn_advantages: A_{i,t} for every turn of every trajectory (zeros for failed ones).
         keep: per trajectory, False if it failed or its group's advantages are all 0: dropping those
-            is DAPO's dynamic sampling (the trainer refills the batch). For outcome methods this is
+            is DAPO's dynamic sampling (the trainer refills the batch up to `trainer.max_draws` draws). For outcome methods this is
             exactly the zero-variance filter; IGPO/GiGPO keep collapsed groups that still carry signal.
         stats: see `CreditStats`.
     """
@@ -172,7 +175,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], method: str, **kwargs
     keep = np.zeros(len(trajs), dtype=bool)
     all_outs: list[float] = []
     sizes: dict[int, int] = {}
-    n_singleton = n_zero_var = n_zero_adv = 0
+    n_singleton = n_zero_var = n_zero_adv = n_grpo_equal = 0
     for idx in groups.values():
         members = [trajs[i] for i in idx]
         outs = np.array([outcome_value(t, p.outcome) for t in members], dtype=np.float64)
@@ -185,6 +188,8 @@ def compute_advantages(trajectories: Sequence[Trajectory], method: str, **kwargs
         n_zero_var += is_constant(outs)
         dead = all(not np.any(a) for a in group_adv)
         n_zero_adv += dead
+        grpo = normalize(outs)
+        n_grpo_equal += all(np.allclose(a, g, rtol=1e-4, atol=1e-6) for a, g in zip(group_adv, grpo))
         keep[idx] = not dead
         if m.step_group_sizes is not None:
             for size, count in m.step_group_sizes(members).items():
@@ -206,6 +211,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], method: str, **kwargs
         n_singleton_groups=n_singleton,
         n_zero_variance_groups=n_zero_var,
         n_zero_advantage_groups=n_zero_adv,
+        n_grpo_equal_groups=n_grpo_equal,
         reward_mean=float(np.mean(all_outs)) if all_outs else 0.0,
         reward_std=float(np.std(all_outs)) if all_outs else 0.0,
         adv_mean=float(flat.mean()) if flat.size else 0.0,

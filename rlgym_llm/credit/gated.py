@@ -3,7 +3,11 @@ Learning with Gated Rewards", arXiv 2508.10548) and its ungated baseline (D-RA).
 
 Immediate (step) rewards count only when the long-term reward reaches a threshold, so shaping
 rewards cannot be farmed without doing the task. No official code exists; tau and the reward levels
-are not public, so both are parameters here.
+are not public, so both are parameters here. The gate reads the env's ordered outcome level (the
+last turn's `outcome_level` signal: SWE-v0 no submission 0 < empty patch 1 < patch fails tests 2 <
+tests pass 3; Code-v0 no submission 0 < no hidden test passes 1 < some pass 2 < all pass 3) and
+opens at level 2, where the paper's SWE gate sits (a non-empty patch was submitted); an env with
+no level falls back to the outcome R against `outcome_tau`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Literal
 import numpy as np
 
 from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit.common import Ragged, as_array, discounted_returns, normalize, normalize_pooled
 from rlgym_llm.credit.method import CreditMethod, Group, discount_problems, eps_problems
 from rlgym_llm.credit.trajectories import turn_matrix
@@ -45,24 +50,30 @@ def gated_turn_rewards(
     immediate: Sequence[Sequence[float]] | np.ndarray,
     *,
     tau: float,
+    gate_level: float | None = None,
     weights: Sequence[float] | np.ndarray | float = 1.0,
     channel_thresholds: Sequence[float] | None = None,
     gated: bool = True,
+    include_final: bool = False,
 ) -> np.ndarray:
     """Per-turn rewards of one trajectory under G-RA (or D-RA with gated=False).
 
-    r~_t = sum_c gate_c * w_c * r_{t,c}  for every turn t,  plus R on the last turn, where
-    gate_c = 1[R >= tau] * prod_{j < c} 1[sum_t r_{t,j} >= delta_j]   (`priority_gates` over
-    [R, channel sums]). With no channel thresholds (the G-RA form) every channel is gated on R alone.
+    r~_t = sum_c gate_c * w_c * r_{t,c}  for the turns before the last (every turn with
+    `include_final`),  plus R on the last turn, where
+    gate_c = 1[L >= tau] * prod_{j < c} 1[sum_t r_{t,j} >= delta_j]   (`priority_gates` over
+    [L, channel sums]), L the outcome level (`gate_level`, or R itself when None). With no channel
+    thresholds (the G-RA form) every channel is gated on L alone.
 
     Args:
         outcome: R, the long-term (high-level) reward of the trajectory.
         immediate: r_{t,c}, shape (T,) for one channel or (T, C) for C channels in priority order.
-        tau: the gate threshold on R.
+        tau: the gate threshold on L.
+        gate_level: L, the ordered outcome level the gate reads (None: R).
         weights: w_c, a scalar or one weight per channel.
         channel_thresholds: delta_j for channels 0..C-2 (their trajectory sums gate the channels
-            after them); None leaves lower channels gated on R only.
+            after them); None leaves lower channels gated on L only.
         gated: False gives the ungated D-RA baseline (every immediate reward counts).
+        include_final: also accumulate the last turn's immediate reward (the paper sums t < T).
 
     Returns:
         T per-turn rewards; their sum is the trajectory return G (see `gated_return`).
@@ -74,6 +85,9 @@ def gated_turn_rewards(
         raise ValueError(f"immediate rewards must be (T,) or (T, C), got shape {imm.shape}")
     if imm.shape[0] == 0:
         return np.zeros(0)
+    if not include_final:
+        imm = imm.copy()
+        imm[-1] = 0.0  # the final turn carries the outcome; its step reward is not accumulated
     n_ch = imm.shape[1]
     w = np.broadcast_to(np.asarray(weights, dtype=np.float64), (n_ch,))
     if not gated:
@@ -82,7 +96,8 @@ def gated_turn_rewards(
         deltas = [-np.inf] * max(n_ch - 1, 0) if channel_thresholds is None else list(channel_thresholds)
         if len(deltas) != max(n_ch - 1, 0):
             raise ValueError(f"{n_ch} channels need {n_ch - 1} channel thresholds, got {len(deltas)}")
-        levels = np.concatenate([[outcome], imm.sum(axis=0)])
+        level = outcome if gate_level is None else gate_level
+        levels = np.concatenate([[level], imm.sum(axis=0)])
         gates = priority_gates(levels, [tau, *deltas, -np.inf][: n_ch + 1])[1:]
     out = imm @ (w * gates)
     if out.size:
@@ -91,7 +106,7 @@ def gated_turn_rewards(
 
 
 def gated_return(outcome: float, immediate: Sequence[Sequence[float]] | np.ndarray, **kw) -> float:
-    """G = R + 1[R >= tau] * sum_t sum_c w_c r_{t,c}  (D-RA: G = R + sum_t sum_c w_c r_{t,c}).
+    """G = R + 1[L >= tau] * sum_{t < T} sum_c w_c r_{t,c}  (D-RA: G = R + sum_{t < T} sum_c w_c r_{t,c}).
 
     Keyword arguments as in `gated_turn_rewards`. A trajectory with no turns returns R.
     """
@@ -104,9 +119,11 @@ def gated_advantages(
     outcomes: Sequence[float] | np.ndarray,
     *,
     tau: float,
+    gate_levels: Sequence[float | None] | None = None,
     weights: Sequence[float] | np.ndarray | float = 1.0,
     channel_thresholds: Sequence[float] | None = None,
     gated: bool = True,
+    include_final: bool = False,
     level: Literal["episode", "turn"] = "episode",
     gamma: float = 1.0,
     ddof: int = 0,
@@ -121,7 +138,9 @@ def gated_advantages(
     Args:
         immediate: per trajectory, (T_i,) or (T_i, C) immediate rewards.
         outcomes: per trajectory, the long-term reward R_i.
-        tau, weights, channel_thresholds, gated: as in `gated_turn_rewards`.
+        tau: the gate threshold on the level.
+        gate_levels: per trajectory, the outcome level the gate reads (None, or a None entry: R_i).
+        weights, channel_thresholds, gated, include_final: as in `gated_turn_rewards`.
         level: `episode` or `turn`.
         gamma: discount of the per-turn returns (level="turn" only).
         ddof, eps: the std of the normalisation (see `normalize`).
@@ -132,9 +151,21 @@ def gated_advantages(
     outs = as_array(outcomes)
     if len(immediate) != outs.size:
         raise ValueError(f"{len(immediate)} immediate-reward arrays for {outs.size} outcomes")
+    levels = list(gate_levels) if gate_levels is not None else [None] * outs.size
+    if len(levels) != outs.size:
+        raise ValueError(f"{len(levels)} gate levels for {outs.size} outcomes")
     per_turn = [
-        gated_turn_rewards(r, imm, tau=tau, weights=weights, channel_thresholds=channel_thresholds, gated=gated)
-        for r, imm in zip(outs, immediate)
+        gated_turn_rewards(
+            r,
+            imm,
+            tau=tau,
+            gate_level=lv,
+            weights=weights,
+            channel_thresholds=channel_thresholds,
+            gated=gated,
+            include_final=include_final,
+        )
+        for r, imm, lv in zip(outs, immediate, levels)
     ]
     if level == "episode":
         returns = [float(r.sum()) if r.size else float(o) for r, o in zip(per_turn, outs)]
@@ -154,22 +185,32 @@ class GatedParams:
 
     Args:
         outcome: R_i: `reward`, or a named outcome component.
-        tau: the gate: immediate rewards count when R_i >= tau. Not published; 0.5 opens it for
-            outcomes of 1 and keeps it shut for 0. Set it between your env's outcome levels.
+        gate: the per-turn signal holding the env's ordered outcome level L (read on the last turn);
+            the gate opens when L >= tau. Envs that report none fall back to R_i >= outcome_tau.
+        tau: the level threshold. 2 is the paper's SWE gate (a non-empty patch was submitted):
+            SWE-v0 no submission 0 < empty patch 1 < patch fails tests 2 < tests pass 3; Code-v0
+            no submission 0 < no hidden test passes 1 < some pass 2 < all pass 3.
+        outcome_tau: the threshold on R_i where the env reports no level (0.5: opens for an
+            outcome of 1 and keeps it shut for 0, which on a binary outcome gates on success).
         immediate: immediate reward channels -> weight, in priority order (`reward_components`
             entries, or numeric signals such as `tool_ok`).
         channel_thresholds: delta_0, ... of the multi-level form (null: one gate, tau).
-        gated: false gives the ungated baseline (D-RA).
+        gated: false gives the ungated baseline (D-RA; also `credit=dra`).
+        include_final: also accumulate the last turn's immediate reward (the paper sums the turns
+            before the final one, which carries the long-term reward).
         level: `episode` (one z-scored return per trajectory) or `turn` (z-scored per-turn returns).
         gamma: discount of the per-turn returns (`level: turn`).
         ddof, eps: the std of the normalisation.
     """
 
     outcome: str = "reward"
-    tau: float = 0.5
+    gate: str = "outcome_level"
+    tau: float = 2.0
+    outcome_tau: float = 0.5
     immediate: dict[str, float] = field(default_factory=lambda: {"tool_ok": 1.0})
     channel_thresholds: tuple[float, ...] | None = None
     gated: bool = True
+    include_final: bool = False
     level: Literal["episode", "turn"] = "episode"
     gamma: float = 1.0
     ddof: Literal[0, 1] = 0
@@ -186,22 +227,64 @@ class GatedParams:
             raise ConfigError(problems)
 
 
+@dataclass(frozen=True)
+class DRAParams(GatedParams):
+    """D-RA's parameters: G-RA's, with the gate off (`gated: false`); see `GatedParams`.
+
+    Args:
+        outcome, gate, tau, outcome_tau, immediate, channel_thresholds, include_final, level, gamma:
+            as for G-RA (the gate settings are unused while gated is false).
+        gated: false (true turns it into G-RA).
+    """
+
+    gated: bool = False
+
+
+def gate_level(trajectory: Trajectory, signal: str) -> float | None:
+    """The ordered outcome level L of a trajectory: its last turn's `signal`, None if not reported."""
+    if not trajectory.turns:
+        return None
+    value = trajectory.turns[-1].signals.get(signal)
+    return None if value is None or isinstance(value, bool) else float(value)
+
+
 def _advantages(group: Group, p: GatedParams) -> Ragged:
     imm = [turn_matrix(t, p.immediate) for t in group.trajectories]
     weights = np.array(list(p.immediate.values()), dtype=np.float64)
+    levels = [gate_level(t, p.gate) for t in group.trajectories]
+    if any(lv is None for lv in levels):  # no ordered level: gate on the outcome
+        levels, tau = [None] * len(levels), p.outcome_tau
+    else:
+        tau = p.tau
     return gated_advantages(
         imm,
         group.outcomes,
-        tau=p.tau,
+        tau=tau,
+        gate_levels=levels,
         weights=weights,
         channel_thresholds=p.channel_thresholds,
         gated=p.gated,
+        include_final=p.include_final,
         level=p.level,
         gamma=p.gamma,
         ddof=p.ddof,
         eps=p.eps,
     )
 
+
+_DEFAULT = (
+    "The paper's G_i = R_i + 1[L_i >= tau] * sum_{t<T} w r_{i,t}: the immediate rewards of the turns before "
+    "the last count when the outcome level L (the env's `outcome_level` signal) reaches tau = 2, the "
+    "paper's SWE gate (a non-empty patch submitted); z-scored in the group (population std), the same value "
+    "on every turn. Envs with no level gate on R_i >= 0.5. Length effect by design: a gated-open "
+    "success accumulates one reward per valid call."
+)
+_DIFFERENCES = (
+    "No official code: tau, the reward values and the RL algorithm are not public; the group z-score "
+    "(GRPO-style) is this library's choice. With a binary outcome and no level (gate = success), on an env "
+    "where every success makes the same number of valid calls G-RA is an affine map of R, so exactly "
+    "GRPO: `grpo_equal_share` in the metrics counts such groups, and the learning report gives no verdict."
+)
 
 METHODS = (
     CreditMethod(
@@ -210,7 +293,28 @@ METHODS = (
         advantages=_advantages,
         summary="G-RA (Sun et al. 2025)",
         unit="trajectory or turn",
-        formula="G_i = R_i + 1[R_i >= tau] * sum_t w * r_{i,t}, then z-scored",
+        formula="G_i = R_i + 1[L_i >= tau] * sum_{t<T} w * r_{i,t}, then z-scored",
+        needs="immediate reward channels, outcome, an ordered `outcome_level`",
+        default=_DEFAULT,
+        options=(
+            "`gated: false` or `credit=dra` (D-RA, the paper's ungated baseline); `include_final: true`; "
+            "`gate: <signal>` / `tau`; `channel_thresholds` (multi-level priority gates); `level: turn`."
+        ),
+        differences=_DIFFERENCES,
+    ),
+    CreditMethod(
+        name="dra",
+        params=DRAParams,
+        advantages=_advantages,
+        summary="D-RA, G-RA's ungated baseline (Sun et al. 2025)",
+        unit="trajectory or turn",
+        formula="G_i = R_i + sum_{t<T} w * r_{i,t}, then z-scored",
         needs="immediate reward channels, outcome",
+        default=(
+            "The paper's baseline G_i = R_i + sum_{t<T} w r_{i,t} (every immediate reward of the turns before "
+            "the last), z-scored in the group; `credit=gated` with `gated: false`."
+        ),
+        options="`gated: true` (G-RA); `include_final: true`; `level: turn`.",
+        differences="As for `gated`: reward values and the RL algorithm are not public.",
     ),
 )

@@ -187,7 +187,11 @@ class IGPOParams:
     """IGPO's parameters (its per-step input, `answer_probs`, comes from the trainer's scoring pass).
 
     Args:
-        outcome: R_i, the last turn's reward (F1 in the paper): `reward` or an outcome component.
+        outcome: R_i, the last turn's reward (F1 in the paper): `reward` or an outcome component
+            (`f1` on Search-v0, whose reward is exact match).
+        format_penalty: the last turn's reward instead of R_i when the episode did not end with a
+            well-formed answer (its last turn did not end the episode, or its tool call failed); the
+            authors' code gives -2.0 for unbalanced tags or no <answer>. null: off (the paper's form).
         kind: `prob_diff` (r = p_{t+1} - p_t) or `log_prob_diff` (log p).
         norm: `joint`, `separate` or `per_index` (see `igpo_advantages`).
         gamma: discount over later turns.
@@ -195,6 +199,7 @@ class IGPOParams:
     """
 
     outcome: str = "reward"
+    format_penalty: float | None = None
     kind: GainKind = "prob_diff"
     norm: IGNorm = "joint"
     gamma: float = 1.0
@@ -215,7 +220,21 @@ def _advantages(group: Group, p: IGPOParams) -> Ragged:
                 f"trajectory {i}: {arr.size} answer probabilities for {len(t.turns)} turns (need T or T+1)"
             )
         probs.append(arr[: len(t.turns)])
-    return igpo_advantages(probs, group.outcomes, kind=p.kind, norm=p.norm, gamma=p.gamma, ddof=p.ddof, eps=p.eps)
+    outcomes = np.array(group.outcomes, dtype=np.float64)
+    if p.format_penalty is not None:
+        for i, t in enumerate(group.trajectories):
+            if not well_formed(t):
+                outcomes[i] = p.format_penalty
+    return igpo_advantages(probs, outcomes, kind=p.kind, norm=p.norm, gamma=p.gamma, ddof=p.ddof, eps=p.eps)
+
+
+def well_formed(trajectory: Trajectory) -> bool:
+    """The episode ended with an answer the env accepted: its last turn terminated it and that turn's
+    tool call ran (`tool_ok` not False). The counterpart of the authors' tag check."""
+    if not trajectory.turns:
+        return False
+    last = trajectory.turns[-1]
+    return bool(last.terminated) and last.signals.get("tool_ok") is not False
 
 
 METHODS = (
@@ -228,5 +247,23 @@ METHODS = (
         unit="turn",
         formula="r_{i,t} = p_{i,t+1} - p_{i,t}, last turn R_i; z-scored; discounted",
         needs="gold answer (trainer side), scoring pass",
+        default=(
+            "The paper's: r = p_{t+1} - p_t on every turn but the last, R_i (F1 in the paper) on the last; "
+            "every turn reward of the group z-scored in one pool (`norm: joint`, population std, as the "
+            "authors' `compute_grpo_outcome_advantage`); A_{i,t} = sum_{k>=t} gamma^{k-t} r~_{i,k}, gamma 1. "
+            "Length effect by design: a success that spreads the same information gain over more turns "
+            "sums more centred terms (hand case in tests/credit/test_length.py: first-turn 1.76 vs 0)."
+        ),
+        options=(
+            "`outcome: f1` (the paper's F1; set by `+experiment=search_igpo`); `format_penalty: -2.0` (the "
+            "authors' code: the answer turn's reward when the episode did not end with an accepted answer); "
+            "`norm: separate` (outcomes and gains z-scored apart: the authors' train.sh); `norm: per_index` "
+            "(per prompt and turn index, A2TGPO); `kind: log_prob_diff` (the train.sh's gain); `gamma < 1`."
+        ),
+        differences=(
+            "The authors divide by sqrt(var + 1e-8) + 1e-6 (eps 1e-6 here: equal to ~1e-8); a turn whose "
+            "normalised reward is exactly 0 merges with the next in their code, not here; the F1 curriculum "
+            "is not implemented."
+        ),
     ),
 )

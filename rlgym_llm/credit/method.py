@@ -10,7 +10,7 @@ per-turn advantages, and one row of the docs table.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,9 +49,16 @@ class CreditMethod:
         inputs: names of the per-step inputs the trainer computes for each batch (e.g. IGPO's
             `answer_probs`); they are arguments of `compute_advantages`, never settings.
         summary: the paper, in a few words (docs table).
-        unit: what one advantage belongs to: trajectory, turn or step (docs table).
-        formula: the advantage of one group, in one line (docs table).
-        needs: what the env (or the trainer) must provide (docs table).
+        unit: what one advantage belongs to: trajectory, turn or step.
+        formula: the advantage of one group, in one line.
+        needs: what the env (or the trainer) must provide.
+        default: what the default parameters do, and whose scheme that is (docs table).
+        options: the other conventions, as named parameter values (docs table; the parameter list
+            with defaults is appended).
+        differences: known differences of the default from the authors' code, and why (docs table).
+        trainer: trainer settings that go with the method's advantage, nested as in the config's
+            `trainer` section (e.g. Dr. GRPO's loss aggregation); `credit=<name>` sets them, and an
+            explicit `trainer....` override still wins.
         step_group_sizes: for methods that form step groups: the members' trajectories ->
             {step-group size: count}, reported in the statistics.
     """
@@ -64,6 +71,10 @@ class CreditMethod:
     unit: str = "trajectory"
     formula: str = ""
     needs: str = ""
+    default: str = ""
+    options: str = ""
+    differences: str = ""
+    trainer: Mapping[str, Any] = field(default_factory=dict)
     step_group_sizes: Callable[[Sequence[Trajectory]], Mapping[int, int]] | None = None
 
 

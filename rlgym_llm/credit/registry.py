@@ -55,11 +55,15 @@ def _default_text(value: Any) -> str:
 def markdown_table() -> str:
     """The methods table of docs/credit.md, generated from the registry (a test keeps them equal)."""
     rows = [
-        "| name | paper | unit | formula (one group) | needs | parameters (defaults) | per-step inputs |",
-        "|---|---|---|---|---|---|---|",
+        "| method | paper | what the default does | options | known differences from the authors' code |",
+        "|---|---|---|---|---|",
     ]
     for m in METHODS.values():
         params = ", ".join(f"`{k}: {_default_text(v)}`" for k, v in defaults(m.name).items())
-        inputs = ", ".join(f"`{i}`" for i in m.inputs) or "-"
-        rows.append(f"| `{m.name}` | {m.summary} | {m.unit} | {m.formula} | {m.needs} | {params} | {inputs} |")
+        inputs = (
+            f" Per-step inputs (computed by the trainer): {', '.join(f'`{i}`' for i in m.inputs)}." if m.inputs else ""
+        )
+        default = m.default or m.formula
+        options = f"{m.options} Parameters: {params}.{inputs}".strip()
+        rows.append(f"| `{m.name}` | {m.summary} | {default} | {options} | {m.differences or '-'} |")
     return "\n".join(rows)

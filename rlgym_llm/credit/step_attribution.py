@@ -3,8 +3,11 @@ Stepwise Progress Attribution", arXiv 2505.20732, code WangHanLinHenry/SPA-RL-Ag
 
 A progress estimator (trained elsewhere, on explored trajectories) splits each trajectory's outcome
 into per-step contributions c_t; a grounding bonus rewards executable actions. The paper trains with
-PPO and a value head; here the step rewards are normalised within the group instead (critic-free,
-as for turn-level GRPO), which is this library's choice, not the paper's.
+PPO and a value head (GAE, gamma 0.99, lambda 0.95); here, critic-free, each step's reward is
+z-scored over the group's steps and is the step's advantage (gamma 0): the estimator is trained so
+that the contributions add up to the outcome, so c_t already plays the part of the TD error
+V(s_{t+1}) - V(s_t) that GAE sums, and a return summed over later steps would grow with the
+number of steps. This is the library's choice, not the paper's.
 """
 
 from __future__ import annotations
@@ -52,20 +55,24 @@ def spa_advantages(
     tool_ok: Sequence[Sequence[bool | None]],
     *,
     bonus: float = 0.5,
-    gamma: float = 0.99,
+    gamma: float = 0.0,
     ddof: int = 0,
     eps: float = 1e-6,
 ) -> Ragged:
     """Critic-free SPA advantages for one group.
 
     r~_{i,t} = c_{i,t} + g_{i,t};  z-score r~ pooled over every step of the group;
-    A_{i,t} = sum_{k >= t} gamma^(k - t) z(r~)_{i,k}.
+    A_{i,t} = sum_{k >= t} gamma^(k - t) z(r~)_{i,k}   (gamma 0: A_{i,t} = z(r~)_{i,t}).
+
+    With gamma 0 a step's advantage depends only on its own reward and the group's step statistics,
+    so two trajectories that differ only in length are not ranked by length. With gamma > 0 the sum
+    of centred rewards over later steps grows (or shrinks) with the number of steps.
 
     Args:
         contributions: per trajectory, the estimator's c_{i,t}.
         tool_ok: per trajectory, whether each step's action executed.
         bonus: the grounding reward [0.5].
-        gamma: discount of the step returns [0.99, the paper's PPO gamma].
+        gamma: discount of the sum over later steps [0: none; the paper's PPO uses 0.99 with a critic].
         ddof, eps: the std of the normalisation (see `normalize`).
 
     Returns:
@@ -96,25 +103,60 @@ def progress_estimator_loss(
 # --- registration ------------------------------------------------------------------------------
 
 
+PRIVILEGED_SIGNALS = frozenset({"progress", "subgoals", "tests", "outcome_level"})
+"""Signals that measure task completion itself: features of the estimator only with `privileged: true`."""
+
+
 @dataclass(frozen=True)
 class SPAParams:
     """SPA's parameters (its per-step input, `contributions`, comes from the trainer's progress estimator).
 
     Args:
         outcome: R_i, the outcome the estimator's contributions add up to.
+        estimator: `offline` (the paper's protocol: fit on warm-up explorations, then freeze) or
+            `online` (refit on every training batch, then score it).
+        features: `hidden` (the last-token hidden state of each turn under a frozen copy of the
+            starting policy: the paper's estimator reads the SFT model) or `signals` (env signals).
+        signals: the per-turn signals read with `features: signals`.
+        privileged: allow signals that measure task completion itself (`progress`, `subgoals`,
+            `tests`, `outcome_level`) as features.
+        explore_tasks: warm-up tasks (each rolled out group_size times by the starting policy) the
+            offline estimator is fitted on (0: the first training batch).
+        epochs: training passes of each fit.
+        head_hidden: width of the estimator's MLP head (0: linear, as the authors' head).
         bonus: the grounding reward of a step whose tool call ran.
-        gamma: discount of the step returns (the paper's PPO gamma).
+        gamma: discount of the sum over later steps' z-scored rewards (0: each step its own; > 0
+            reintroduces a length effect).
         ddof, eps: the std of the normalisation.
     """
 
     outcome: str = "reward"
+    estimator: Literal["offline", "online"] = "offline"
+    features: Literal["hidden", "signals"] = "hidden"
+    signals: tuple[str, ...] = ("tool_ok",)
+    privileged: bool = False
+    explore_tasks: int = 16
+    epochs: int = 200
+    head_hidden: int = 64
     bonus: float = 0.5
-    gamma: float = 0.99
+    gamma: float = 0.0
     ddof: Literal[0, 1] = 0
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        if problems := discount_problems(self.gamma) + eps_problems(self.eps):
+        problems = discount_problems(self.gamma) + eps_problems(self.eps)
+        leaked = sorted(PRIVILEGED_SIGNALS & set(self.signals))
+        if leaked and not self.privileged:
+            problems.append(
+                f"signals {leaked} measure task completion itself (privileged); drop them, or set "
+                "privileged: true to let the estimator read them"
+            )
+        if self.features == "signals" and not self.signals:
+            problems.append("features: signals needs at least one signal, e.g. [tool_ok]")
+        problems += [f"{k} must be >= 0" for k in ("explore_tasks", "head_hidden") if getattr(self, k) < 0]
+        if self.epochs < 1:
+            problems.append(f"epochs must be >= 1, got {self.epochs}")
+        if problems:
             raise ConfigError(problems)
 
 
@@ -134,5 +176,26 @@ METHODS = (
         unit="step",
         formula="r_{i,t} = c_{i,t} + g_{i,t}; z-scored; discounted",
         needs="`tool_ok`, a progress estimator",
+        default=(
+            "The paper's protocol: the progress estimator (an MLP head on the last-token hidden state of each "
+            "turn under a frozen copy of the starting policy) is fitted once on warm-up explorations "
+            "(`explore_tasks` x group size episodes of the starting policy) with L = (sum_t c_t - R)^2, then "
+            "frozen. r~_{i,t} = c_{i,t} + g_{i,t} (g = 0.5 if the step's tool call ran, always on the last "
+            "step), z-scored over every step of the group; each step's advantage is its own z-score (gamma 0), "
+            "so two successes that differ only in length are not ranked by length."
+        ),
+        options=(
+            "`estimator: online` (refit on every batch, then score it: this library's earlier default); "
+            "`features: signals` with `signals: [...]` (env signals; privileged ones such as `progress` only "
+            "with `privileged: true`); `explore_tasks: 0` (the first training batch is the exploration set); "
+            "`gamma > 0` (sum of later steps' z-scored rewards: Monte Carlo returns, length-dependent)."
+        ),
+        differences=(
+            "The paper runs PPO with a value head (GAE, gamma 0.99, lambda 0.95); this trainer is critic-free. "
+            "The authors fine-tune the whole SFT model with a linear head on its output logits; here the "
+            "backbone is frozen and only an MLP head on its hidden states is trained. "
+            "Not copied from the released code: c_t overwritten by a leave-one-out advantage, and the step "
+            "weight (n - t - 1) that zeroes the last step."
+        ),
     ),
 )

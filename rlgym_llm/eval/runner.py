@@ -280,10 +280,12 @@ async def aevaluate(
     """
     base = rollout or RolloutConfig()
     config = RolloutConfig(**{**base.__dict__, "group_size": samples})
-    manager = RolloutManager(env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode)
-    if env_id:
-        manager.env_id = env_id  # the trajectories record the env's id, not its factory's name
-    trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
+    with RolloutManager(
+        env, agent, policy, config, env_kwargs=env_kwargs, writer=writer, on_episode=on_episode
+    ) as manager:
+        if env_id:
+            manager.env_id = env_id  # the trajectories record the env's id, not its factory's name
+        trajectories = await manager.run([TaskRef(seed=int(s)) for s in seeds])
     check_failures(trajectories, max_failed_share, f"evaluation of {env_id or manager.env_id}", "max_failed_share")
     result = summarize(
         trajectories,

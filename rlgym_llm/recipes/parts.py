@@ -22,6 +22,7 @@ from rlgym_llm.rollout.policy import TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter as ProgressReporter  # re-exported for the CLI
 
 if TYPE_CHECKING:
+    from rlgym_llm.rollout.device import Compute
     from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
 logger = logging.getLogger(__name__)
@@ -172,7 +173,9 @@ def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
 
 
 def model_dir(policy: PolicyConfig) -> Path:
-    """The Hugging Face folder of `policy.model` (`tiny` and `smollm2` are built/converted once, cached)."""
+    """The Hugging Face folder of `policy.model`: `tiny` and `smollm2` are built/converted once and
+    cached; a folder is used as it is; a Hub id (`org/name`) is found in the Hugging Face cache or
+    downloaded (`rlgym_llm.rollout.hub`)."""
     if policy.model == "tiny":
         from rlgym_llm.rollout.tiny_model import build_tiny_model
 
@@ -181,32 +184,54 @@ def model_dir(policy: PolicyConfig) -> Path:
         from rlgym_llm.rollout.smollm2 import build_smollm2
 
         return build_smollm2()
-    path = Path(os.path.expanduser(policy.model))
-    if not (path / "config.json").exists():
-        raise ConfigError([f"policy.model={policy.model!r} is not tiny, smollm2 or a Hugging Face model folder"])
-    return path
+    from rlgym_llm.rollout.hub import resolve_model
+
+    return resolve_model(policy.model)
 
 
-def setup_model(policy: PolicyConfig, report: Callable[[str], None]) -> tuple[Any, Any, Path]:
-    """(model, tokenizer, folder) of `policy.model`, with a report line before and after (building
-    or converting a built-in model the first time takes a while)."""
+def setup_model(
+    policy: PolicyConfig, report: Callable[[str], None], on: Compute | None = None
+) -> tuple[Any, Any, Path]:
+    """(model, tokenizer, folder) of `policy.model` on `on`'s device, with a report line before and
+    after (building or converting a built-in model the first time takes a while)."""
     import time
 
     t0 = time.perf_counter()
     report(f"setup: model {policy.model} ...")
     folder = model_dir(policy)
-    model, tokenizer = load_model(folder)
+    model, tokenizer = load_model(folder, on)
     report(f"setup: model {policy.model} loaded from {folder} ({time.perf_counter() - t0:.0f} s)")
     return model, tokenizer, folder
 
 
-def load_model(path: str | os.PathLike) -> tuple[Any, Any]:
-    """(model in fp32 and eval mode, tokenizer) from a folder."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def compute(device: str, dtype: str) -> Compute:
+    """The device and compute dtype of a run (`trainer.device`/`trainer.dtype`, eval's `device`/`dtype`)."""
+    from rlgym_llm.rollout.device import resolve
 
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    return resolve(device, dtype)
+
+
+def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:
+    """(model with float32 weights in eval mode, on `on.device` (default cpu); tokenizer) from a folder."""
+    from transformers import AutoModelForCausalLM
+
+    model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    if on is not None:
+        model.to(on.device)
     model.eval()
-    return model, AutoTokenizer.from_pretrained(str(path))
+    return model, load_tokenizer(path)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer of a model folder, with a chat template that renders tools (the model's own
+    where it has one, `rlgym_llm.rollout.hub.ensure_chat_template`)."""
+    from transformers import AutoTokenizer
+
+    from rlgym_llm.rollout.hub import ensure_chat_template
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    ensure_chat_template(tokenizer)
+    return tokenizer
 
 
 def add_lora(model: Any, lora: LoraConfig) -> Any:
@@ -252,35 +277,51 @@ def build_agent(agent: AgentConfig, tokenizer: Any) -> Agent:
 
 
 def build_trainable_policy(
-    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path, lora_rank: int | None = None
+    policy: PolicyConfig,
+    model: Any,
+    tokenizer: Any,
+    folder: Path,
+    lora_rank: int | None = None,
+    on: Compute | None = None,
 ) -> TrainablePolicy:
     """The engine RL samples from and syncs weights to: `hf` shares `model` with the trainer
-    (in-place sync), `vllm` starts a server on `folder` (adapter load or restart)."""
+    (in-place sync, computing as `on` says), `vllm` starts a server on `folder` (adapter load or
+    restart) on `on`'s device type and dtype."""
     if policy.backend == "hf":
         from rlgym_llm.rollout.hf_policy import TransformersPolicy
 
         return TransformersPolicy(
-            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context
+            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context, compute=on
         )
     if policy.backend == "vllm":
         from rlgym_llm.rollout.vllm_policy import VLLMPolicy
 
-        return VLLMPolicy(folder, max_lora_rank=lora_rank, max_model_len=policy.max_context).start()
+        return VLLMPolicy(folder, max_lora_rank=lora_rank, **vllm_server_kwargs(policy, on)).start()
     raise ConfigError([f"policy={policy.backend} cannot be trained; use policy=hf or policy=vllm"])
 
 
+def vllm_server_kwargs(policy: PolicyConfig, on: Compute | None = None) -> dict[str, Any]:
+    """`VLLMServer` settings from the config: context, device, dtype and the GPU options."""
+    kwargs: dict[str, Any] = {"max_model_len": policy.max_context}
+    if on is not None and on.device.type == "cuda":
+        kwargs.update(
+            device="cuda",
+            dtype=str(on.dtype).removeprefix("torch."),
+            gpu_memory_utilization=policy.gpu_memory_utilization,
+            tensor_parallel_size=policy.tensor_parallel_size,
+        )
+        if policy.server_gpus:
+            kwargs["env"] = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, policy.server_gpus))}
+    return kwargs
+
+
 def build_policy(
-    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path
+    policy: PolicyConfig, model: Any, tokenizer: Any, folder: Path, on: Compute | None = None
 ) -> TrainablePolicy | OpenAICompatiblePolicy:
     """Any engine, for evaluation: a trainable one, or `openai` (any OpenAI-compatible endpoint).
     Every backend's `close()` releases it."""
     if policy.backend != "openai":
-        return build_trainable_policy(policy, model, tokenizer, folder)
-        from rlgym_llm.rollout.hf_policy import TransformersPolicy
-
-        return TransformersPolicy(
-            model, tokenizer, max_batch_size=policy.max_batch_size, max_context=policy.max_context
-        )
+        return build_trainable_policy(policy, model, tokenizer, folder, on=on)
     from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
     if not policy.base_url:

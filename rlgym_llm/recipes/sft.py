@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.config import TrainConfig
 from rlgym_llm.core.errors import ConfigError
@@ -22,6 +22,9 @@ from rlgym_llm.recipes import parts
 from rlgym_llm.rollout.manager import Agent, RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter
+
+if TYPE_CHECKING:
+    from rlgym_llm.rollout.device import Compute
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +42,10 @@ def warm_up(
     force: bool = False,
     report: Report = logger.info,
     progress: ProgressReporter | None = None,
+    on: Compute | None = None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """SFT on oracle demonstrations, saved to `out/sft_model`; or the weights of an earlier warm-up
-    (`out/sft_model`, or `sft.init`), loaded instead unless `force`.
+    (`out/sft_model`, or `sft.init`), loaded instead unless `force`. `on`: device and compute dtype.
 
     Returns:
         (the warmed-up model, what the warm-up did, or None when its weights were loaded).
@@ -51,7 +55,7 @@ def warm_up(
     saved = out / "sft_model"
     source = Path(cfg.sft.init) if cfg.sft.init else saved
     if (source / "config.json").exists() and not force:
-        model, _ = parts.load_model(source)
+        model, _ = parts.load_model(source, on)
         report(f"SFT: loaded the warm-up weights from {source}")
         return model, None
     if not cfg.env.oracle:
@@ -78,7 +82,9 @@ def warm_up(
     pad = tokenizer.pad_token_id or 0
     with progress.phase("SFT steps", cfg.sft.steps) as shown:
         step = lambda i, loss: shown.advance(status=f"loss {loss:.3f}")  # noqa: E731
-        losses = sft(model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, on_step=step)
+        losses = sft(
+            model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, on_step=step, compute=on
+        )
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     demo_success = sum(t.reward > 0 for t in demos) / len(demos)
@@ -91,7 +97,9 @@ def warm_up(
     return model, info
 
 
-def held_out_manager(cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy) -> Any:
+def held_out_manager(
+    cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy
+) -> RolloutManager:
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
     sampling seeds of its own (re-counted from 0 before every measure)."""
     settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature)
@@ -117,7 +125,8 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     parts.probe_env(cfg.env, cfg.sandbox)
     out = parts.run_folder(cfg, "sft")
     report(f"run folder: {out}")
-    model, tokenizer, folder = parts.setup_model(cfg.policy, report)
+    on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
+    model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
@@ -125,15 +134,17 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     def success(model: Any) -> float | None:  # policy -> manager -> one held-out measure
         if not seeds:
             return None
-        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder)
+        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
         try:
-            manager = held_out_manager(cfg, make_env, agent, policy)
-            return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
+            with held_out_manager(cfg, make_env, agent, policy) as manager:
+                return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
         finally:
             asyncio.run(policy.close())
 
     before = success(model)
-    model, info = warm_up(cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress)
+    model, info = warm_up(
+        cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress, on=on
+    )
     after = success(model)
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}

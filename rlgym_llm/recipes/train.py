@@ -59,33 +59,37 @@ def run(
     out = parts.run_folder(cfg)  # a new folder, or the run `resume=` names with the same config
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
-    # 1. model (warmed up on oracle demonstrations), and the env it acts in
+    # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
     progress = progress or ProgressReporter(enabled=False)
-    model, tokenizer, folder = parts.setup_model(cfg.policy, report)
+    t = cfg.trainer
+    on = parts.compute(t.device, t.dtype)
+    model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
     # 2. agent: messages <-> tokens, model text -> actions
     agent = parts.build_agent(cfg.agent, tokenizer)
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
-        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress)
-    t = cfg.trainer
+        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
 
     # 3. policy: the engine that samples, and takes the trainer's weights after every update
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, t.lora.r if t.lora.enabled else None)
+    lora_rank = t.lora.r if t.lora.enabled else None
+    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, lora_rank, on=on)
+    managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
         rollouts = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed * 1_000_003), settings)
         rollouts.env_id = cfg.env.id
         held_out = held_out_manager(cfg, make_env, agent, policy)
+        managers += [rollouts, held_out]
 
         # 5. trainer: the clipped policy loss, the optimizer, and the credit method's per-step inputs
         ref_model = None
         if t.loss.kl_coef > 0:  # the policy RL starts from
             start_from = Path(cfg.sft.init) if cfg.sft.init else out / "sft_model" if cfg.sft.enabled else folder
-            ref_model, _ = parts.load_model(start_from)
+            ref_model, _ = parts.load_model(start_from, on)
         loss = dataclasses.replace(
             t.loss,
             # an engine in another program samples with weights the trainer cannot see: recompute pi_old
@@ -93,9 +97,19 @@ def run(
             norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * cfg.env.max_turns),
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
-        trainer = PolicyTrainer(model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model)
+        trainer = PolicyTrainer(
+            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on
+        )
+        first_tasks = cfg.env.train_seed_start
         credit = CreditAssigner.build(
-            cfg.credit.method, cfg.credit.params, model=model, tokenizer=tokenizer, make_env=make_env, seed=cfg.seed
+            cfg.credit.method,
+            cfg.credit.params,
+            model=model,
+            tokenizer=tokenizer,
+            make_env=make_env,
+            seed=cfg.seed,
+            # SPA's offline estimator: warm-up explorations of the starting policy on training tasks
+            explore=lambda n: rollouts.run_sync(list(range(first_tasks, first_tasks + n))),
         )
 
         # 6. loop: collect -> credit -> update -> sync, checkpointed; resumes from out_dir/checkpoints
@@ -113,10 +127,16 @@ def run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step)
+        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step, log=metrics_log(cfg, out))
     finally:
+        for manager in managers:
+            manager.close()
         asyncio.run(policy.close())
 
+    if cfg.final_model and summary["steps"] == t.steps:  # the run is complete: its last checkpoint
+        from rlgym_llm.recipes.export import export
+
+        summary["final_model"] = str(export(out, out / "final_model"))
     records = summary.pop("records")
     title = f"{cfg.env.id} · {cfg.credit.method} · {cfg.policy.model} model · {t.group_size} samples/task"
     before = (summary["before"] or {}).get("success")
@@ -131,3 +151,16 @@ def run(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def metrics_log(cfg: TrainConfig, out: Path) -> Any:
+    """`metrics.jsonl`, with TensorBoard and W&B as `cfg.log` says (W&B gets the whole config)."""
+    import yaml
+
+    from rlgym_llm.train.metrics import MetricsLog
+
+    wandb = None
+    if cfg.log.wandb:
+        config = yaml.safe_load(parts.config_yaml(cfg))
+        wandb = {"project": cfg.log.wandb_project, "name": cfg.log.wandb_name, "config": config}
+    return MetricsLog(out, tensorboard=cfg.log.tensorboard, wandb=wandb)

@@ -4,6 +4,9 @@ Concurrent `generate` calls (one per episode in the rollout manager) are gathere
 run in a worker thread, so env steps keep running on the event loop while the model computes.
 Logprobs are `log_softmax` of the model's raw logits at each sampled position (not of the processed
 scores after temperature / top-p), which is what the trainer recomputes by teacher forcing.
+The model runs on its device (and in the compute dtype of `rlgym_llm.rollout.device`); the token
+draws are made on CPU from float32 probabilities with seeded generators, so a seed gives the same
+sample on every device whenever the logits agree.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.core.errors import MissingDependencyError
 from rlgym_llm.rollout.errors import ContextOverflowError
 from rlgym_llm.rollout.policy import Completion, SamplingParams
+
+if TYPE_CHECKING:
+    from rlgym_llm.rollout.device import Compute
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +52,7 @@ class TransformersPolicy:
         max_batch_size: the most requests run together.
         batch_wait_s: how long the batcher waits for more requests before running a batch.
         max_context: the context window (default: the model's `max_position_embeddings`).
+        compute: device and compute dtype (default: float32 where the model's weights are).
     """
 
     def __init__(
@@ -55,8 +62,12 @@ class TransformersPolicy:
         max_batch_size: int = 32,
         batch_wait_s: float = 0.002,
         max_context: int | None = None,
+        compute: Compute | None = None,
     ):
+        from rlgym_llm.rollout.device import Compute
+
         self.model = model
+        self.compute = compute or Compute.of(model)
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_s
@@ -147,8 +158,9 @@ class TransformersPolicy:
             generators.append(g)
         stops = [self.eos_ids | set(s.stop_token_ids) for s in samplings]
 
-        with self._lock, torch.no_grad():
-            ids, mask = self._left_pad(prompts)
+        dev = self.compute.device
+        with self._lock, torch.no_grad(), self.compute.autocast():
+            ids, mask = (x.to(dev) for x in self._left_pad(prompts))
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
             past, logits = out.past_key_values, out.logits[:, -1, :]
@@ -158,8 +170,9 @@ class TransformersPolicy:
             finish = ["length"] * n
             active = [True] * n
             for step in range(max(limits)):
-                raw_logp = torch.log_softmax(logits.float(), dim=-1)  # (n, vocab)
-                nxt = self._sample(logits.float(), sp, generators)  # (n,)
+                logits = logits.float().cpu()  # (n, vocab): draws on CPU, seeded the same on every device
+                raw_logp = torch.log_softmax(logits, dim=-1)
+                nxt = self._sample(logits, sp, generators)  # (n,)
                 for i in range(n):
                     if not active[i]:
                         continue
@@ -172,8 +185,8 @@ class TransformersPolicy:
                         active[i] = False
                 if not any(active) or step == max(limits) - 1:
                     break
-                feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in range(n)])
-                mask = torch.cat([mask, torch.ones(n, 1, dtype=mask.dtype)], dim=1)
+                feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in range(n)], device=dev)
+                mask = torch.cat([mask, torch.ones(n, 1, dtype=mask.dtype, device=dev)], dim=1)
                 positions = positions[:, -1:] + 1
                 out = self.model(
                     input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=past, use_cache=True
@@ -192,9 +205,10 @@ class TransformersPolicy:
     def score(self, prompt_token_ids: Sequence[int], completion_token_ids: Sequence[int]) -> list[float]:
         """Teacher-forced logprobs of `completion_token_ids` given `prompt_token_ids` (no sampling)."""
         torch = _torch()
-        ids = torch.tensor([list(prompt_token_ids) + list(completion_token_ids)])
-        with self._lock, torch.no_grad():
-            logits = self.model(input_ids=ids).logits[0].float()
+        ids = torch.tensor([list(prompt_token_ids) + list(completion_token_ids)], device=self.compute.device)
+        with self._lock, torch.no_grad(), self.compute.autocast():
+            logits = self.model(input_ids=ids).logits[0]
+        logits = logits.float().cpu()
         logp = torch.log_softmax(logits[len(prompt_token_ids) - 1 : -1], dim=-1)
         target = torch.tensor(list(completion_token_ids))
         return logp.gather(1, target[:, None])[:, 0].tolist()

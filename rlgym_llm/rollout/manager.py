@@ -14,6 +14,7 @@ import concurrent.futures
 import inspect
 import logging
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class RolloutConfig:
             (strict records a drift as a policy failure).
         env_in_thread: run env.reset/step in worker threads so slow envs (sandboxes) overlap with
             generation. Turn off for envs that must stay on the main thread.
+        reuse_envs: keep the env of a finished episode and `reset` it for a later one instead of
+            making a new env (Gymnasium's contract: `reset` starts afresh). An env that raised, or
+            was cut off in the middle of a call, is closed instead. At most `concurrency` envs are
+            kept; `RolloutManager.close` closes them.
     """
 
     group_size: int = 1
@@ -77,6 +82,7 @@ class RolloutConfig:
     retry_backoff_s: float = 0.5
     token_check: TokenCheck = "warn"
     env_in_thread: bool = True
+    reuse_envs: bool = True
 
     def __post_init__(self) -> None:
         problems = [
@@ -142,6 +148,10 @@ class RolloutManager:
         config: limits and behaviour.
         writer: optional JSONL sink; each finished trajectory is written as soon as it ends.
         on_episode: optional callback after each episode (e.g. a progress bar update).
+
+    Envs are kept between episodes and between `run` calls (see `RolloutConfig.reuse_envs`); use the
+    manager as a context manager, or call `close`, to close them (they are also closed when the
+    manager is garbage-collected).
     """
 
     def __init__(
@@ -161,6 +171,27 @@ class RolloutManager:
         self.writer, self.on_episode = writer, on_episode
         self.stats = RolloutStats()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._idle_envs: list[Any] = []
+        self._finalizer = weakref.finalize(self, _close_envs, self._idle_envs)
+
+    def __enter__(self) -> RolloutManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the envs kept for reuse. The manager stays usable: later episodes make new envs."""
+        _close_envs(self._idle_envs)
+
+    def _acquire_env(self) -> Any:
+        return self._idle_envs.pop() if self._idle_envs else self._env_factory()
+
+    def _release_env(self, env: Any, reusable: bool) -> None:
+        if reusable and self.config.reuse_envs and len(self._idle_envs) < self.config.concurrency:
+            self._idle_envs.append(env)
+        else:
+            env.close()
 
     def run_sync(self, tasks: Sequence[TaskRef | int]) -> list[Trajectory]:
         """`run` from synchronous code."""
@@ -275,7 +306,8 @@ class RolloutManager:
 
     async def _play(self, traj: Trajectory, ref: TaskRef, phase: dict) -> None:
         cfg = self.config
-        env = self._env_factory()
+        env = self._acquire_env()
+        finished = False
         try:
             opening, info = await self._env_call(
                 lambda: env.reset(seed=ref.seed, options=ref.options), phase=phase, turn=None
@@ -327,10 +359,12 @@ class RolloutManager:
             else:
                 traj.metadata["truncated_by"] = "max_turns"
                 traj.outcome = await self._final_outcome(env, phase, cfg.max_turns - 1)
+            finished = True
             if cfg.token_check != "off":
                 self._check_tokens(traj, history, tools)
         finally:
-            env.close()
+            # An env that raised or was interrupted inside one of its calls may be in any state.
+            self._release_env(env, reusable=finished or phase["name"] != "env")
 
     def _check_tokens(self, traj: Trajectory, history: Messages, tools: Any) -> None:
         report = check_tokens(self.agent, traj, history, tools)
@@ -339,6 +373,15 @@ class RolloutManager:
             if self.config.token_check == "strict":
                 raise _EpisodeFailed(Failure(FailureKind.POLICY, TokenDriftError.__name__, report.describe()))
             logger.warning("token drift in %s seed %s: %s", traj.env_id, traj.seed, report.describe())
+
+
+def _close_envs(envs: list[Any]) -> None:
+    while envs:
+        env = envs.pop()
+        try:
+            env.close()
+        except Exception as e:  # one env failing to close must not keep the others open
+            logger.warning("closing a kept env failed: %s: %s", type(e).__name__, e)
 
 
 def _outcome_of(env: Any) -> dict[str, Any]:

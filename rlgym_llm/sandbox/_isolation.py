@@ -1,21 +1,34 @@
 """Linux isolation primitives for the sandbox worker: namespaces, mounts, prctl (ctypes; Python 3.11 has no os.unshare).
 
 Imported by `_worker.py` only (stdlib only, so the worker stays light).
+
+The box's filesystem (`isolate_fs`) is built, not filtered: a fresh root that holds the system dirs
+(`SYSTEM_DIRS`) and the interpreter read-only, with every `site-packages`/`dist-packages` under them
+hidden, one size-capped tmpfs for the work dir and the scratch dirs, a few device nodes and /proc.
+So no folder of the caller (its cwd, its `sys.path`, a checkout under /tmp, the task data of an
+installed package) can be reached from a box, whatever the caller's cwd.
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import glob
 import os
+import platform
 import socket
-import stat
 import struct
+import sys
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = 0x20000, 0x8000000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), -1)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SCRATCH = {"tmp": "/tmp", "var_tmp": "/var/tmp", "shm": "/dev/shm"}  # name in the box tmpfs -> place
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME}
 _MOUNT_FLAGS |= {"nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 libc = ctypes.CDLL(None, use_errno=True)
@@ -56,42 +69,99 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def interpreter_dirs() -> list[str]:
+    """The running interpreter's prefixes and its executable's dir (a venv and its base both)."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}
+    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
+    return sorted(os.path.realpath(d) for d in dirs if d)
+
+
 def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> None:
+    """Moves the worker into a fresh root holding only what a box may see (see the module docstring).
+
+    The new root is an empty tmpfs with read-only binds of the system dirs and the interpreter
+    (its site-packages hidden), one size-capped tmpfs for the work dir and the scratch dirs, a few
+    device nodes and /proc. Nothing else of the host (the caller's cwd, `sys.path`, /root, /home,
+    the host's /tmp) exists in it; `expose` adds read-only host dirs on request.
+    """
     unshare(CLONE_NEWNS | CLONE_NEWIPC)
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount from here on reaches the host
-    mount("tmpfs", work_dir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=700")
-    expose = sorted({os.path.realpath(p) for p in [*expose, work_dir] if os.path.isdir(p)})
-    # Cover private scratch dirs, and every dir the box uid could not traverse (their files stay hidden).
-    covers = {"/tmp", "/var/tmp", "/dev/shm"}
+    new = work_dir  # an empty host dir: mounted over, it becomes the new root's mount point
+    mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    seen: list[str] = []
+
+    def bind(src: str, *, inside_seen: bool = False) -> None:
+        src = os.path.realpath(src)
+        if not os.path.exists(src) or src in seen or (not inside_seen and any(under(src, s) for s in seen)):
+            return
+        target = new + src
+        if os.path.isdir(src):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        mount(src, target, None, MS_BIND | MS_REC)
+        seen.append(src)
+
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # usr-merged systems: /bin -> usr/bin
+            os.symlink(os.readlink(path), new + path)
+        elif os.path.isdir(path):
+            bind(path)
+    for path in interpreter_dirs():
+        bind(path)
+    # Installed packages (this project's task data among them, in a non-editable install) stay hidden.
+    for tree in list(seen):
+        for pattern in ("lib*/python*/*-packages", "local/lib*/python*/*-packages"):
+            for hidden in glob.glob(os.path.join(new + tree, pattern)):
+                if os.path.basename(hidden) in ("site-packages", "dist-packages") and os.path.isdir(hidden):
+                    mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=755")
+    # One tmpfs, one size cap, for everything the box may write; bound to its four places.
+    box = new + "/.rlgym-box"
+    os.makedirs(box)
+    mount("tmpfs", box, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=755")
+    # Scratch dirs first: the work dir may lie under /tmp, its mount point then inside the box's /tmp.
+    for name, place, mode in [*((n, p, 0o1777) for n, p in SCRATCH.items()), ("work", work_dir, 0o700)]:
+        os.mkdir(f"{box}/{name}")
+        os.chmod(f"{box}/{name}", mode)
+        os.makedirs(new + place, exist_ok=True)
+        mount(f"{box}/{name}", new + place, None, MS_BIND)
+    check(libc.umount2(box.encode(), MNT_DETACH), "umount2")
+    os.rmdir(box)
+    for dev in DEVICES:
+        os.makedirs(os.path.dirname(new + dev), exist_ok=True)
+        open(new + dev, "a").close()
+        mount(dev, new + dev, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1")):
+        os.symlink(target, f"{new}/dev/{name}")
+    os.symlink("/proc/self/fd/2", f"{new}/dev/stderr")
+    os.makedirs(new + "/proc")
+    mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for path in expose:
-        parts = path.strip("/").split("/")
-        for i in range(1, len(parts)):
-            anc = "/" + "/".join(parts[:i])
-            if not os.stat(anc).st_mode & stat.S_IXOTH:
-                covers.add(anc)
-                break
-    covers = {c for c in covers if os.path.isdir(c) and not os.path.islink(c)}
-    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in expose if any(under(p, c) for c in covers)}
-    for cover in sorted(covers, key=len):
-        scratch = cover in ("/tmp", "/var/tmp", "/dev/shm")
-        mode, size = ("1777", disk_mb) if scratch else ("755", 1)
-        mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode={mode}")
-    for path, fd in sorted(fds.items()):
-        os.makedirs(path, exist_ok=True)
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        os.close(fd)
-    writable = {work_dir, "/tmp", "/var/tmp", "/dev/shm"}
+        if not under(os.path.realpath(path), work_dir):
+            bind(path, inside_seen=True)  # e.g. one package of a hidden site-packages
+    os.chdir(new)
+    os.mkdir(".old-root")
+    try:
+        check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), b".", b".old-root"), "pivot_root")
+        check(libc.umount2(b"/.old-root", MNT_DETACH), "umount2")
+        report["root_switch"] = "pivot_root"
+    except OSError:  # e.g. a root on initramfs: chroot instead (the box may not chroot: seccomp, no caps)
+        os.chroot(".")
+        report["root_switch"] = "chroot"
+    os.rmdir("/.old-root")
+    os.chdir("/")
+    writable = {work_dir, *SCRATCH.values(), *DEVICES}
     failed = []
     for point, keep in _mounts():
-        if point in writable or under(point, "/proc") or point in ("/dev", "/dev/pts"):
+        if point in writable or under(point, "/proc"):
             continue
         try:
             mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
         except OSError:
             failed.append(point)
-    report["readonly_root"] = "/" not in failed
-    report["covered"] = sorted(covers)
-    report["scratch"] = ["/tmp", "/var/tmp", "/dev/shm"]
+    report["readonly_root"] = not failed
+    report["visible"] = sorted(seen)
 
 
 def loopback_up() -> None:
@@ -100,3 +170,89 @@ def loopback_up() -> None:
         ifreq = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, ifreq))[1]  # SIOCGIFFLAGS
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP
+
+
+# ---------------------------------------------------------------- seccomp: what no box may call
+
+# Denied with EPERM inside every box: new namespaces (user namespaces would give the box uid 0 and
+# mounts), tracing other processes, keyrings (they outlive the box, per uid), eBPF, perf, io_uring
+# (its operations bypass seccomp), mounting, module/kexec/swap/reboot, and file-handle opens.
+# Numbers per architecture: (x86_64, aarch64).
+DENIED_SYSCALLS = {
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "kcmp": (312, 272),
+    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41),
+    "chroot": (161, 51), "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
+    "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218), "bpf": (321, 280),
+    "perf_event_open": (298, 241), "userfaultfd": (323, 282), "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426), "io_uring_register": (427, 427), "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294), "init_module": (175, 105), "finit_module": (313, 273),
+    "delete_module": (176, 106), "reboot": (169, 142), "swapon": (167, 224), "swapoff": (168, 225),
+    "acct": (163, 89), "open_by_handle_at": (304, 265), "name_to_handle_at": (303, 264),
+    "quotactl": (179, 60), "syslog": (103, 116), "lookup_dcookie": (212, 18), "settimeofday": (164, 170),
+    "clock_settime": (227, 112), "vhangup": (153, 58),
+}  # fmt: skip
+CLONE_SYSCALL, CLONE3_SYSCALL = (56, 220), (435, 435)  # clone: namespace flags denied; clone3: ENOSYS
+CLONE_NAMESPACES = 0x7E020000 | 0x80  # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET} and CLONE_NEWTIME
+_ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # column, AUDIT_ARCH_*
+_RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|J*|K, BPF_RET|K
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = (("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint))
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter)))
+
+
+def seccomp_program(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
+    """The classic-BPF filter (code, jt, jf, k) denying `DENIED_SYSCALLS`; None on other architectures."""
+    machine = machine or platform.machine()
+    if machine not in _ARCHES:
+        return None
+    column, arch = _ARCHES[machine]
+    denied = sorted({numbers[column] for numbers in DENIED_SYSCALLS.values()})
+    head = [(_LD, 0, 0, 4), (_JEQ, 1, 0, arch), (_RET, 0, 0, _RET_KILL), (_LD, 0, 0, 0)]
+    checks: list[tuple[int, int, int, int]] = []
+    if machine == "x86_64":
+        checks.append((_JGE, 0, 0, 0x40000000))  # the x32 ABI: a second syscall table, all denied
+    checks += [(_JEQ, 0, 0, nr) for nr in denied]
+    # After the checks: [clone3 -> ENOSYS], [clone -> flag test], allow, flag test (ld, jset, allow), deny, enosys
+    n = len(checks)
+    tail_start = n + 2  # index (within the part after `head`) of "ret allow"
+    deny_at, enosys_at, clone_test_at = tail_start + 4, tail_start + 5, tail_start + 1
+    body = [(code, deny_at - (i + 1), 0, k) for i, (code, _, _, k) in enumerate(checks)]
+    body.append((_JEQ, enosys_at - (n + 1), 0, CLONE3_SYSCALL[column]))
+    body.append((_JEQ, clone_test_at - (n + 2), 0, CLONE_SYSCALL[column]))
+    body += [
+        (_RET, 0, 0, _RET_ALLOW),
+        (_LD, 0, 0, 16),  # args[0], low 32 bits: clone's flags
+        (_JSET, 1, 0, CLONE_NAMESPACES),
+        (_RET, 0, 0, _RET_ALLOW),
+        (_RET, 0, 0, _RET_ERRNO | 1),  # EPERM
+        (_RET, 0, 0, _RET_ERRNO | 38),  # ENOSYS: libc falls back to clone, whose flags we can see
+    ]
+    return head + body
+
+
+def install_seccomp(program: list[tuple[int, int, int, int]]) -> None:
+    """Applies the filter to this process and its future children (needs no_new_privs first)."""
+    filters = (_SockFilter * len(program))(*(_SockFilter(*ins) for ins in program))
+    fprog = _SockFprog(len(program), filters)
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def read_oom_kills(fd: int) -> int:
+    """The `oom_kill` counter of an open memory.events (cgroup v2) or memory.oom_control (v1) file."""
+    try:
+        text = os.pread(fd, 4096, 0).decode()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0

@@ -4,15 +4,20 @@ Run as a script (`python _worker.py`, stdlib only, so forking is cheap and `pyth
 a clean interpreter). It speaks length-prefixed JSON on fds 0/1 with `rlgym_llm.sandbox.local`.
 
 Isolation layers (each is reported back in the `init` answer; all need root, see `local.py`):
-- the worker itself enters new mount, IPC and (network off) network namespaces once: the work dir
-  is a private size-capped tmpfs, /tmp /var/tmp /dev/shm are private tmpfs, directories the box
-  user could not traverse (e.g. /root) are hidden under an empty tmpfs with only the interpreter
-  re-exposed, and every other mount is remounted read-only;
+- the worker itself enters new mount, IPC and (network off) network namespaces once and moves into
+  a fresh root holding only the system dirs and the interpreter, read-only (site-packages hidden),
+  and one size-capped tmpfs for the work dir, /tmp, /var/tmp and /dev/shm (see `_isolation.py`);
 - each execution gets a fresh PID namespace whose init is a tiny forked supervisor: when the
   command exits (or the timeout kills the supervisor) the kernel kills every process left in the
   namespace, including ones that called setsid or double-forked;
+- every execution (and file helper) joins the box's cgroup (`_cgroup.py`): one memory budget,
+  tmpfs files and shared memory included, and one process budget for the whole box;
 - the command runs as a per-box uid (so RLIMIT_NPROC counts only this box and host files with
-  0600/0700 modes are unreadable), with rlimits, no_new_privs and a scrubbed environment.
+  0600/0700 modes are unreadable), with rlimits, no_new_privs, a seccomp filter (no new
+  namespaces, ptrace, keyrings, bpf, mounts: `_isolation.DENIED_SYSCALLS`) and a scrubbed
+  environment;
+- a worker serves one episode: `LocalSandbox.reset` replaces it (new namespaces, tmpfs, uid, cgroup,
+  and a heap that never held the last episode's data).
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
+import stat
 import struct
 import sys
 import time
@@ -40,6 +45,7 @@ else:  # run as a script (the normal case): import the sibling file, not the hea
         del sys.path[0]  # box code must not import this file's siblings by bare name
 
 _PYTHON_NAMES = {"python", "python3", f"python3.{sys.version_info.minor}"}
+_FILE_OP_S = 10.0  # longest a read_file/write_file helper may take
 CONFIG: dict = {}  # set by `init`; read by the forked children
 
 
@@ -71,6 +77,7 @@ def op_init(req: dict) -> dict:
     CONFIG.update(req)
     report: dict[str, Any] = {"root": os.geteuid() == 0, "netns": False, "mountns": False, "pidns": False, "uid": None}
     work = req["work_dir"]
+    report["cgroup"] = _open_cgroup(req.get("cgroup"))
     if os.geteuid() == 0:
         if not req["limits"]["network"]:
             try:
@@ -82,6 +89,7 @@ def op_init(req: dict) -> dict:
         try:
             iso.isolate_fs(work, req["expose"], req["disk_mb"], report)
             report["mountns"] = True
+            sys.path_importer_cache.clear()  # directory listings cached from the host's filesystem
         except OSError as exc:
             report["mountns_error"] = str(exc)
         try:  # probe: the per-exec PID namespace needs unshare + setns back
@@ -94,17 +102,60 @@ def op_init(req: dict) -> dict:
         os.chown(work, req["uid"], req["uid"])
         os.chmod(work, 0o700)
         report["uid"] = req["uid"]
+    CONFIG["seccomp"] = iso.seccomp_program()
+    report["seccomp"] = CONFIG["seccomp"] is not None and _probe_seccomp()
     CONFIG["report"] = report
     CONFIG["tmp"] = "/tmp" if report["mountns"] else work
-    CONFIG["scratch"] = report.get("scratch", [])
     return {"isolation": report}
+
+
+def _open_cgroup(cgroup: dict | None) -> bool:
+    """Opens the box cgroup's files now: after `isolate_fs` the worker no longer sees /sys."""
+    if not cgroup:
+        return False
+    try:
+        CONFIG["cg_procs"] = [os.open(p, os.O_WRONLY | os.O_CLOEXEC) for p in cgroup["procs"]]
+        CONFIG["cg_oom"] = os.open(cgroup["oom_file"], os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        CONFIG["cg_procs"], CONFIG["cg_oom"] = [], None
+        return False
+    return True
+
+
+def _join_box_cgroups() -> None:
+    """Moves this (forked) process into the box's cgroups, first in line for the OOM killer."""
+    for fd in CONFIG.get("cg_procs", []):
+        os.write(fd, b"0")  # "0": the writing process itself, whatever its pid namespace
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
+def _oom_kills() -> int:
+    fd = CONFIG.get("cg_oom")
+    return iso.read_oom_kills(fd) if fd is not None else 0
+
+
+def _probe_seccomp() -> bool:
+    """Whether the filter installs here (a kernel without seccomp, or a stricter parent filter, refuses it)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            iso.prctl(iso.PR_SET_NO_NEW_PRIVS, 1)
+            iso.install_seccomp(CONFIG["seccomp"])
+            os._exit(0 if iso.libc.unshare(iso.CLONE_NEWNS) != 0 else 1)  # denied by the filter
+        except BaseException:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 # ---------------------------------------------------------------- file operations (as the box user)
 
 
 def _as_box_user(fn, *args):
-    """Runs fn in a forked child with the box's uid, so box-made symlinks can't reach host files."""
+    """Runs fn in a forked child with the box's uid, so box-made symlinks can't reach host files.
+
+    Bounded: a helper that does not answer within `_FILE_OP_S` is killed (and it dies with the worker).
+    """
     uid = CONFIG["report"]["uid"]
     if uid is None:
         return fn(*args)
@@ -113,9 +164,13 @@ def _as_box_user(fn, *args):
     if pid == 0:
         try:
             os.close(r)
+            _join_box_cgroups()  # files it writes count against the box's memory
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+            iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+            if os.getppid() == 1:
+                os._exit(1)  # the worker is already gone
             out: dict[str, Any] = {"value": base64.b64encode(fn(*args) or b"").decode()}
         except OSError as exc:
             out = {"errno": exc.errno, "msg": exc.strerror or str(exc), "path": args[0]}
@@ -125,26 +180,48 @@ def _as_box_user(fn, *args):
             os.write(w, json.dumps(out).encode())
         os._exit(0)
     os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    out = json.loads(data or b'{"errno": 5, "msg": "file helper died", "path": ""}')
+    chunks, deadline = [], time.monotonic() + _FILE_OP_S
+    try:
+        while (left := deadline - time.monotonic()) > 0 and select.select([r], [], [], left)[0]:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise OSError(errno.ETIMEDOUT, f"the file operation took more than {_FILE_OP_S:g}s", args[0])
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    out = json.loads(b"".join(chunks) or b'{"errno": 5, "msg": "file helper died", "path": ""}')
     if "errno" in out:
         raise OSError(out["errno"], out["msg"], out["path"])
     return base64.b64decode(out["value"])
 
 
+def _open_regular(path: str, flags: int) -> int:
+    """Opens a regular file without blocking: a FIFO, socket or device the box left there is refused."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o644)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _write(path: str, data: bytes) -> bytes:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = _open_regular(path, os.O_WRONLY | os.O_CREAT)  # a FIFO without a reader: ENXIO, never a hang
+    os.ftruncate(fd, 0)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return b""
 
 
 def _read(path: str, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(_open_regular(path, os.O_RDONLY), "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"file is larger than the {limit}-byte read limit")
@@ -160,21 +237,6 @@ def op_write(req: dict) -> dict:
 def op_read(req: dict) -> dict:
     data = _as_box_user(_read, os.path.join(CONFIG["work_dir"], req["path"]), req["limit"])
     return {"data": base64.b64encode(data).decode()}
-
-
-def op_reset(req: dict) -> dict:
-    # Runs as root; rmtree never follows symlinks, and after each exec no box process is left.
-    for top in {CONFIG["work_dir"], *CONFIG["scratch"]}:
-        for name in os.listdir(top):
-            path = os.path.join(top, name)
-            if os.path.ismount(path) or any(iso.under(e, path) for e in CONFIG["expose"]):
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-    return {}
 
 
 # ---------------------------------------------------------------- execution
@@ -275,6 +337,7 @@ def _close_all_but(keep: set[int]) -> None:
 def _box_child(req: dict, fds: dict) -> None:
     """The box process (second fork): plumbing, limits, privilege drop, then the command. Never returns."""
     try:
+        _join_box_cgroups()  # the box's memory and pids budget, for everything forked from here on
         os.dup2(fds["in_r"], 0)
         os.dup2(fds["out_w"], 1)
         os.dup2(fds["err_w"], 2)
@@ -288,6 +351,8 @@ def _box_child(req: dict, fds: dict) -> None:
             os.setgid(uid)
             os.setuid(uid)
         iso.prctl(iso.PR_SET_NO_NEW_PRIVS, 1)  # setuid binaries (su, mount...) can't regain privileges
+        if CONFIG["report"]["seccomp"]:
+            iso.install_seccomp(CONFIG["seccomp"])  # no namespaces, ptrace, keyrings, bpf, mounts...
         python = _python_target(req["argv"])
         if python is not None:
             os.close(fds["ex_w"])
@@ -308,7 +373,7 @@ def _supervisor(req: dict, fds: dict) -> None:
     """First fork: init of the fresh PID namespace. Its exit makes the kernel kill every leftover."""
     try:
         iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # the worker died: take the whole box down
-        _close_all_but({fds[k] for k in ("in_r", "out_w", "err_w", "ex_w", "st_w")})  # e.g. our stdin write end
+        _close_all_but({fds[k] for k in ("in_r", "out_w", "err_w", "ex_w", "st_w")} | set(CONFIG.get("cg_procs", [])))
         os.setsid()
         if CONFIG["report"]["pidns"] and CONFIG["report"]["mountns"]:
             with contextlib.suppress(OSError):  # a /proc of this namespace only: host processes stay invisible
@@ -358,6 +423,7 @@ def op_exec(req: dict) -> dict:
     ex_r, ex_w = os.pipe()
     fds = {"in_r": in_r, "out_w": out_w, "err_w": err_w, "st_w": st_w, "ex_w": ex_w}
     pidns = CONFIG["report"]["pidns"]
+    oom_before = _oom_kills()
     start = time.monotonic()
     if pidns:
         iso.unshare(iso.CLONE_NEWPID)  # our next child is PID 1 of a fresh namespace
@@ -423,6 +489,7 @@ def op_exec(req: dict) -> dict:
             os.killpg(pid, signal.SIGKILL)  # the supervisor's session: the box and its group
         if CONFIG["report"]["uid"] is not None:
             _kill_uid_leftovers(CONFIG["report"]["uid"])
+    oom_kills = _oom_kills()
     exit_code, sig, error = None, None, None
     if len(status_bytes) == 4:
         status = struct.unpack("<i", status_bytes)[0]
@@ -430,7 +497,7 @@ def op_exec(req: dict) -> dict:
             sig = os.WTERMSIG(status)
         else:
             exit_code = os.WEXITSTATUS(status)
-    elif killed:
+    elif killed or oom_kills > oom_before:
         sig = signal.SIGKILL.value
     else:
         error = "the box supervisor died without reporting a status"
@@ -447,13 +514,13 @@ def op_exec(req: dict) -> dict:
         "timed_out": timed_out,
         "duration_s": round(duration, 6),
         "truncated": dropped > 0,
-        "oom_killed": tail.startswith("MemoryError") or "std::bad_alloc" in tail,
+        "oom_killed": oom_kills > oom_before or tail.startswith("MemoryError") or "std::bad_alloc" in tail,
         "signal": sig,
         "error": error,
     }
 
 
-OPS = {"init": op_init, "exec": op_exec, "write": op_write, "read": op_read, "reset": op_reset}
+OPS = {"init": op_init, "exec": op_exec, "write": op_write, "read": op_read}
 
 
 def main() -> None:

@@ -21,9 +21,11 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import importlib
 import logging
 import math
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -35,13 +37,17 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "BACKENDS",
+    "ExecArgs",
     "ExecResult",
     "Limits",
     "Sandbox",
+    "SandboxArgumentError",
     "SandboxError",
     "SandboxPathError",
     "SandboxPool",
     "check_box_path",
+    "check_exec_args",
+    "file_error",
     "make_sandbox",
 ]
 
@@ -56,7 +62,14 @@ class SandboxError(RlgymError):
     failure_kind = "sandbox"  # how the rollout manager classifies it
 
 
-class SandboxPathError(RlgymError, ValueError):
+class SandboxArgumentError(RlgymError, TypeError, ValueError):
+    """A sandbox was called wrongly (API misuse): a bad argv, env, timeout, stdin or path.
+
+    Every backend raises it, with the same message, for the same bad argument (see `check_exec_args`).
+    """
+
+
+class SandboxPathError(SandboxArgumentError):
     """A file path given to a sandbox is absolute or escapes the box's work dir (API misuse)."""
 
 
@@ -172,6 +185,72 @@ def check_box_path(path: str | PurePosixPath) -> PurePosixPath:
     return pure
 
 
+@dataclass(frozen=True)
+class ExecArgs:
+    """The arguments of one `Sandbox.exec`, checked and normalised by `check_exec_args`."""
+
+    argv: list[str]
+    stdin: bytes | None
+    timeout: float
+    env: dict[str, str]
+    cwd: PurePosixPath | None  # relative to the work dir; None for the work dir itself
+
+
+def check_exec_args(argv: Any, stdin: Any, timeout: Any, env: Any, cwd: Any, default_timeout: float) -> ExecArgs:
+    """Checks `Sandbox.exec`'s arguments the same way for every backend.
+
+    Raises:
+        SandboxArgumentError: argv is not a non-empty list of strings (a plain string is refused:
+            it is not split), or holds a NUL byte; stdin is not str/bytes; timeout is not a positive
+            number; env does not map names (no `=`, no NUL) to strings; cwd escapes the work dir.
+    """
+    if isinstance(argv, (str, bytes)) or not isinstance(argv, (list, tuple)) or not argv:
+        raise SandboxArgumentError(
+            f"argv must be a non-empty list of strings such as ['python3', 'main.py'], got {argv!r:.200}"
+        )
+    if not all(isinstance(a, str) for a in argv):
+        raise SandboxArgumentError(f"argv must hold only strings, got {argv!r:.200}")
+    if not argv[0] or any("\x00" in a for a in argv):
+        raise SandboxArgumentError(f"argv[0] must be a program name and no argument may hold a NUL byte: {argv!r:.200}")
+    if stdin is not None and not isinstance(stdin, (str, bytes, bytearray, memoryview)):
+        raise SandboxArgumentError(f"stdin must be str, bytes or None, got {type(stdin).__name__}")
+    data = stdin.encode() if isinstance(stdin, str) else (bytes(stdin) if stdin is not None else None)
+    if timeout is None:
+        timeout = default_timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
+        raise SandboxArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    env = {} if env is None else env
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise SandboxArgumentError(f"env must map strings to strings, got {env!r:.200}")
+    for key, value in env.items():
+        if not key or "=" in key or "\x00" in key + value:
+            raise SandboxArgumentError(f"invalid environment variable {key!r}: names are non-empty, without '=' or NUL")
+    if cwd is not None and not isinstance(cwd, str):
+        raise SandboxArgumentError(f"cwd must be a path relative to the work dir, got {cwd!r}")
+    where = None if cwd in (None, "", ".", "./") else check_box_path(cwd)
+    return ExecArgs(list(argv), data, float(timeout), dict(env), where)
+
+
+_FILE_ERRORS = {
+    errno.ENOENT: "no such file in the sandbox: {path}",
+    errno.EISDIR: "{path!r} in the sandbox is a directory, not a regular file",
+    errno.EINVAL: "{path!r} in the sandbox is not a regular file (a FIFO, socket or device)",
+    errno.ELOOP: "{path!r} in the sandbox is a symbolic link; sandbox file operations do not follow links",
+    errno.EFBIG: "{path!r} in the sandbox is larger than the read limit",
+}
+
+
+def file_error(path: str, code: int) -> OSError:
+    """The error `read_file`/`write_file` raise for `path`, the same on every backend.
+
+    `ENOENT` gives `FileNotFoundError`, `EISDIR` `IsADirectoryError`; `EINVAL` is a FIFO, socket or
+    device (never opened, so it cannot block), `ELOOP` a symbolic link, `EFBIG` past the read limit.
+    """
+    code = errno.EINVAL if code == errno.ENXIO else code  # a FIFO nobody reads, opened for writing
+    text = _FILE_ERRORS.get(code, "{path!r} in the sandbox: " + os.strerror(code))
+    return OSError(code, text.format(path=path))  # OSError picks the subclass from the errno
+
+
 class Sandbox(abc.ABC):
     """An isolated place to run commands. Use as an async context manager.
 
@@ -221,6 +300,7 @@ class Sandbox(abc.ABC):
             The `ExecResult`; failures of the command are reported in it, never raised.
 
         Raises:
+            SandboxArgumentError: Bad arguments (see `check_exec_args`), on every backend alike.
             SandboxError: The box itself is broken or not started.
         """
 
@@ -230,7 +310,13 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     async def read_file(self, path: str) -> bytes:
-        """Returns the bytes of `path` in the work dir; `FileNotFoundError` if it is missing."""
+        """Returns the bytes of `path` in the work dir.
+
+        Raises:
+            FileNotFoundError: No such file.
+            OSError: `path` is not a regular file (see `file_error`; a FIFO never blocks), or is
+                larger than the backend's read limit.
+        """
 
     @abc.abstractmethod
     async def reset(self) -> None:

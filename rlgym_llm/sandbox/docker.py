@@ -4,14 +4,23 @@
         result = await box.exec(["python3", "-c", "print(1)"])
 
 Each box is a long-running container (`network_mode="none"`, memory and swap capped, a pids limit,
-read-only root, all capabilities dropped, `no-new-privileges`, uid 65534) with size-capped tmpfs
-mounts at /work (the work dir) and /tmp. Executions are `docker exec`s of a small `sh` wrapper that
-sets the CPU rlimit, runs the command, kills every process the command left behind and reports the
-exit status and the cgroup's OOM-kill counter in a trailer line on stderr tagged with a per-exec nonce.
+read-only root, `no-new-privileges`, a seccomp profile denying the local backend's list: no
+namespaces, ptrace, keyrings, bpf, mounts) with size-capped tmpfs mounts at /work (the work dir)
+and /tmp. Box code runs as uid 65534 with no capabilities at all.
 
-The container's PID 1 is a tiny Python init that reaps orphans and, on SIGUSR1 from the host, kills
-every other process in the container. The host sends it on a timeout or an output flood: a signal
-needs no new process, so it works even when a fork bomb holds every pid the box may have.
+Processes that keep the box honest run as root (with only KILL, SETUID and SETGID) so box code can
+neither signal, trace nor read them:
+- PID 1 is Docker's init (tini, `init=True`); its child, the sweeper, SIGKILLs every other process
+  on SIGUSR1 from the host (a signal needs no new process, so it works even under a fork bomb);
+- each execution is a `docker exec` of a small `sh` wrapper that runs the command as 65534 (setpriv),
+  kills every box process it left behind, and adds a trailer line (cwd missing, program not found,
+  OOM-kill count) tagged with a per-exec nonce that lives only in the wrapper's environment.
+  The exit status is Docker's own record of the wrapper's (`exec inspect`), never parsed from output.
+
+Timeouts and output floods are enforced from outside: the host's watchdog sweeps the box; if the
+execution has not ended `_KILL_GRACE_S` later, the host kills the whole container. A container found
+unhealthy (that, a failed reset, survivors or a stopped init at reset) is replaced, never reused.
+`reset()` also removes SysV IPC objects: nothing of one episode is visible to the next.
 
 The default image `rlgym-sandbox:py3` is built locally by `sandboxes/image/build.sh` (or
 `.ci/docker-setup.sh`, which also installs and starts the daemon). Containers carry the label
@@ -23,19 +32,32 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
+import json
 import logging
 import math
 import os
+import platform
 import re
 import secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rlgym_llm.core.errors import MissingDependencyError
-from rlgym_llm.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, check_box_path
+from rlgym_llm.sandbox._isolation import DENIED_SYSCALLS
+from rlgym_llm.sandbox.base import (
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    check_box_path,
+    check_exec_args,
+    file_error,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,16 +70,35 @@ USER = "65534:65534"
 _FIX = "start the daemon (`dockerd --bridge=none --iptables=false --ip-masq=false &`) or run .ci/docker-setup.sh"
 _OOM_FILES = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")  # cgroup v2, v1
 _INTERNAL_TIMEOUT_S = 30.0
+_KILL_GRACE_S = 5.0  # after a sweep, how long an exec may take to end before the container is killed
+_ROOT_CAPS = ("KILL", "SETUID", "SETGID", "DAC_READ_SEARCH")  # the last: see box dirs made 0700
+_IMAGE_NEEDS = ("sh", "setpriv", "python3", "ipcrm")
+_SECCOMP_ARCHES = {
+    "x86_64": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+    "aarch64": ["SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"],
+}
 _STDERR_TAIL = 256  # bytes of stderr kept past the cap so the trailer is always seen
 
-# PID 1: reap orphans (zombies would count against the pids limit) and sweep the box on SIGUSR1.
-_INIT = """
+# The sweeper, as root (the box's code runs as 65534 and can neither signal nor trace it): on SIGUSR1
+# from the host it SIGKILLs every process of the box's uid. A signal needs no new process, so it
+# works even when a fork bomb holds every pid the box may have; root processes (tini, a wrapper, an
+# exec Docker is starting) are left alone. Without tini it is PID 1 itself and reaps orphans too.
+_SWEEPER = """
 import os, signal
 def sweep(*_):
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
+    for _ in range(100):
+        found = False
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.stat("/proc/" + entry).st_uid == 65534:
+                    with open("/proc/" + entry + "/stat") as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            os.kill(int(entry), signal.SIGKILL)
+                            found = True
+            except (OSError, IndexError):
+                pass
+        if not found:
+            return
 signal.signal(signal.SIGUSR1, sweep)
 signal.signal(signal.SIGCHLD, lambda *_: None)
 while True:
@@ -67,31 +108,88 @@ while True:
         signal.pause()
 """
 
-# $1 nonce, $2 cwd, $3 CPU seconds, $4 OOM counter file, then argv. The soft CPU limit sends SIGXCPU
-# (reported as a timeout); the hard one, a second later, is a SIGKILL for code that ignores it.
-_WRAPPER = r"""n=$1; d=$2; t=$3; f=$4; shift 4
-if ! cd "$d" 2>/dev/null; then printf 'RLGYM-%s-cwd\n' "$n" >&2; exit 126; fi
-if ! command -v "$1" >/dev/null 2>&1; then printf 'RLGYM-%s-nf\n' "$n" >&2; exit 127; fi
-ulimit -S -t "$t"; ulimit -H -t $((t + 1))
-"$@"
-rc=$?
-kill -9 -1 2>/dev/null
+# Runs each command (as root; argv: cwd, CPU seconds, OOM counter file, then the command). The
+# command runs as 65534 (setpriv): it cannot signal, trace or read this shell, whose environment
+# holds the per-exec nonce (its cmdline holds none). Exit status: the host reads it from Docker
+# (`exec inspect`), never from the output. The trailer line, written after every box process is dead,
+# only adds what Docker cannot say: cwd missing, program not found, and the cgroup's OOM-kill count.
+_WRAPPER = r"""n=$RLGYM_EXEC_NONCE; unset RLGYM_EXEC_NONCE; d=$1; t=$2; f=$3; shift 3
+drop='setpriv --reuid=65534 --regid=65534 --clear-groups --'
+if [ ! -d "$d" ]; then tag=cwd; rc=126
+elif ! command -v "$1" >/dev/null 2>&1; then tag=nf; rc=127
+else
+    tag=x
+    (echo 1000 > /proc/self/oom_score_adj; exec $drop sh -c \
+        'ulimit -S -t "$1"; ulimit -H -t $(($1 + 1)); cd "$2" || exit 126; shift 2; exec "$@"' rlgym "$t" "$d" "$@")
+    rc=$?
+    $drop sh -c 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); done'
+fi
 o=0; if [ -r "$f" ]; then while read -r k v; do [ "$k" = oom_kill ] && o=$v; done < "$f"; fi
-printf 'RLGYM-%s-x-%d-%s\n' "$n" "$rc" "$o" >&2
+printf 'RLGYM-%s-%s-%s\n' "$n" "$tag" "$o" >&2
 exit $rc
 """
+_NONCE_VAR = "RLGYM_EXEC_NONCE"
 
-_RESET = r"""kill -9 -1 2>/dev/null
-for d in /work /tmp /dev/shm; do
-    [ -d "$d" ] || continue
-    chmod -R u+rwX "$d" 2>/dev/null
-    rm -rf "$d"/* "$d"/.[!.]* "$d"/..?* 2>/dev/null
-done
-[ -z "$(ls -A /work)" ] && [ -z "$(ls -A /tmp)" ]
+# Wipes the box for the next episode and checks its health: exit 3 if files remain, 4 if a process
+# of the box survived or the init/sweeper is stopped (e.g. traced). Either way the box is replaced.
+_RESET = r"""
+import os, shutil, signal, subprocess, time
+for _ in range(100):
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        break
+subprocess.run(["ipcrm", "--all"], stderr=subprocess.DEVNULL)  # SysV shm, semaphores, queues
+def unlock(fn, path, _):
+    os.chmod(os.path.dirname(path) or ".", 0o700)
+    os.chmod(path, 0o700) if os.path.isdir(path) else None
+    fn(path)
+for top in ("/work", "/tmp", "/dev/shm"):
+    if os.path.isdir(top):
+        for name in os.listdir(top):
+            path = os.path.join(top, name)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.chmod(path, 0o700)
+                    shutil.rmtree(path, onerror=unlock)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+if os.listdir("/work") or os.listdir("/tmp"):
+    raise SystemExit(3)
+me, deadline = os.getpid(), time.monotonic() + 2
+while True:
+    problems = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/" + entry + "/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            uid = os.stat("/proc/" + entry).st_uid
+        except (OSError, IndexError):
+            continue
+        state, ppid = fields[0], int(fields[1])
+        if state == "Z" or ppid == me:
+            continue
+        if uid == 0 and (entry == "1" or ppid == 1):
+            if state in "tT":
+                problems.append("init or sweeper stopped: " + entry)
+        else:
+            problems.append("left over: " + entry)
+    if not problems or time.monotonic() > deadline:
+        break
+    time.sleep(0.02)
+print(" ".join(problems))
+raise SystemExit(4 if problems else 0)
 """
 
-_WRITE = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-_READ = '[ -e "$1" ] || exit 3; [ -f "$1" ] || exit 4; exec cat -- "$1"'
+# Exit statuses name the errno of `file_error`; a FIFO or device is refused before it is opened.
+_FILE_CHECKS = '[ -L "$1" ] && exit 40; [ -d "$1" ] && exit 21; [ -e "$1" ] && { [ -f "$1" ] || exit 22; }; '
+_WRITE = _FILE_CHECKS + 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+_READ = _FILE_CHECKS + '[ -e "$1" ] || exit 2; exec cat -- "$1"'
+_FILE_STATUS = {2: errno.ENOENT, 21: errno.EISDIR, 22: errno.EINVAL, 40: errno.ELOOP}
 
 # Containers this process started and has not removed yet; removed at interpreter exit.
 _LIVE: dict[str, Any] = {}  # container id -> its API client
@@ -199,15 +297,18 @@ class DockerSandbox(Sandbox):
     """A sandbox backed by one long-running Docker container.
 
     Args:
-        limits: Resource limits; `memory_mb` caps the whole container (tmpfs contents included, no swap),
-            `max_procs` its pids (the init and the exec wrapper are not counted against it).
-        image: Image to run; it needs `sh`, coreutils and `python3` (for the init).
+        limits: Resource limits; `memory_mb` caps the whole container (tmpfs contents and shared memory
+            included, no swap), `max_procs` its pids (the init, sweeper and wrapper are not counted).
+        image: Image to run; it needs `sh`, coreutils, util-linux (`setpriv`, `ipcrm`) and `python3`.
         base_url: Daemon address; defaults to `DOCKER_HOST` or the local socket.
         disk_mb: Size of the /work tmpfs.
         tmp_mb: Size of the /tmp tmpfs.
         network_mode: Docker network when `limits.network` is on (default: the daemon's default network).
         cpus: Optional CPU quota (e.g. 1.0 = one core).
         flood_factor: Once a command has written this many times `output_bytes` in total, it is killed.
+        read_only_mounts: Host directory -> absolute path in the container, bind-mounted read-only
+            (e.g. a cached toolchain).
+        init: Run Docker's init (tini) as PID 1; falls back to the sweeper as PID 1 where the daemon has none.
     """
 
     backend: ClassVar[str] = "docker"
@@ -223,6 +324,8 @@ class DockerSandbox(Sandbox):
         network_mode: str | None = None,
         cpus: float | None = None,
         flood_factor: int = 16,
+        read_only_mounts: Mapping[str, str] | None = None,
+        init: bool = True,
     ):
         super().__init__(limits)
         _docker_module()  # fail at construction, with the install hint, when the SDK is missing
@@ -232,11 +335,15 @@ class DockerSandbox(Sandbox):
         self.tmp_mb = tmp_mb
         self.network_mode = network_mode
         self.cpus = cpus
+        self.read_only_mounts = {os.path.realpath(h): b for h, b in (read_only_mounts or {}).items()}
         self.flood_bytes = max(flood_factor * self.limits.output_bytes, 1 << 22)
+        self.init = init
         self.container_id: str | None = None
+        self.replaced = 0  # containers thrown away because they were found unhealthy
         self._api: Any = None
         self._oom_file = ""
         self._oom_seen = 0
+        self._unhealthy = ""  # why the container must be replaced before its next use
         self._lock = asyncio.Lock()  # the wrapper's sweep would kill a concurrent exec: one at a time
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -256,52 +363,74 @@ class DockerSandbox(Sandbox):
                 f"docker image {self.image!r} not found; build it with sandboxes/image/build.sh "
                 "(or run .ci/docker-setup.sh, which also starts the daemon)"
             ) from exc
+        try:
+            cid = self._create(api, self.init)
+        except docker.errors.APIError as exc:
+            if not (self.init and "init" in str(exc).lower()):
+                raise SandboxError(f"could not start a sandbox container from {self.image!r}: {exc}") from exc
+            logger.warning("the docker daemon has no init (tini); the sweeper runs as PID 1: %s", exc)
+            try:
+                cid = self._create(api, False)
+            except docker.errors.APIError as exc2:
+                raise SandboxError(f"could not start a sandbox container from {self.image!r}: {exc2}") from exc2
+        self._api, self.container_id, self._unhealthy = api, cid, ""
+        # Probe: proves execs work and finds the cgroup's OOM-kill counter (v1 and v2 differ).
+        probe = "for f in " + " ".join(_OOM_FILES) + '; do [ -r "$f" ] && { echo "$f"; cat "$f"; break; }; done'
+        probe = f"command -v {' '.join(_IMAGE_NEEDS)} >/dev/null || exit 3; {probe}"
+        raw = self._run(["sh", "-c", probe], None, _INTERNAL_TIMEOUT_S, 1 << 16)
+        if (status := self._status(raw)) != 0:
+            self._close_sync()
+            needs = f" (the image needs {', '.join(_IMAGE_NEEDS)})" if status == 3 else ""
+            raise SandboxError(
+                f"sandbox container from {self.image!r} failed its probe{needs}: {bytes(raw.stderr.kept)!r}"
+            )
+        lines = bytes(raw.stdout.kept).decode().splitlines()
+        self._oom_file = lines[0] if lines else ""
+        self._oom_seen = _oom_count(lines[1:])
+        logger.debug("started sandbox container %s (%s)", cid[:12], self.image)
+
+    def _create(self, api: Any, init: bool) -> str:
+        """Creates and starts one container; removes it again if it would not start."""
+        docker = _docker_module()
         tmpfs_opts = "rw,exec,nosuid,nodev,size={}m,uid=65534,gid=65534,mode={}"
         host_config = api.create_host_config(
             network_mode=(self.network_mode or "default") if self.limits.network else "none",
             mem_limit=f"{self.limits.memory_mb}m",
             memswap_limit=f"{self.limits.memory_mb}m",  # equal to mem_limit: no swap
-            pids_limit=self.limits.max_procs + 2,
+            pids_limit=self.limits.max_procs + 3,  # + init, sweeper, wrapper
             read_only=True,
             tmpfs={WORK_DIR: tmpfs_opts.format(self.disk_mb, "0755"), "/tmp": tmpfs_opts.format(self.tmp_mb, "1777")},
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            cap_add=list(_ROOT_CAPS),  # root's only (the sweeper, the wrapper); box code runs as 65534 with none
+            security_opt=["no-new-privileges", "seccomp=" + json.dumps(seccomp_profile())],
             ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],  # SIGXCPU would dump core into /work
             nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
             shm_size="16m",
+            binds={host: {"bind": box, "mode": "ro"} for host, box in self.read_only_mounts.items()} or None,
+            init=init,
         )
         labels = {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
-        cid = None
+        cid = api.create_container(
+            self.image,
+            command=["python3", "-I", "-S", "-c", _SWEEPER],
+            user="0:0",
+            working_dir=WORK_DIR,
+            hostname="sandbox",
+            labels=labels,
+            host_config=host_config,
+            network_disabled=not self.limits.network,
+        )["Id"]
+        with _LIVE_LOCK:
+            _LIVE[cid] = api
         try:
-            cid = api.create_container(
-                self.image,
-                command=["python3", "-c", _INIT],
-                user=USER,
-                working_dir=WORK_DIR,
-                hostname="sandbox",
-                labels=labels,
-                host_config=host_config,
-                network_disabled=not self.limits.network,
-            )["Id"]
-            with _LIVE_LOCK:
-                _LIVE[cid] = api
             api.start(cid)
-        except docker.errors.APIError as exc:
-            if cid is not None:  # created but would not start: don't leave it behind
-                self._api, self.container_id = api, cid
-                self._close_sync()
-            raise SandboxError(f"could not start a sandbox container from {self.image!r}: {exc}") from exc
-        self._api, self.container_id = api, cid
-        # Probe: proves execs work and finds the cgroup's OOM-kill counter (v1 and v2 differ).
-        probe = "for f in " + " ".join(_OOM_FILES) + '; do [ -r "$f" ] && { echo "$f"; cat "$f"; break; }; done'
-        raw = self._run(["sh", "-c", probe], None, _INTERNAL_TIMEOUT_S, 1 << 16)
-        if self._status(raw) != 0:
-            self._close_sync()
-            raise SandboxError(f"sandbox container from {self.image!r} failed its probe: {bytes(raw.stderr.kept)!r}")
-        lines = bytes(raw.stdout.kept).decode().splitlines()
-        self._oom_file = lines[0] if lines else ""
-        self._oom_seen = _oom_count(lines[1:])
-        logger.debug("started sandbox container %s (%s)", cid[:12], self.image)
+        except BaseException:
+            with _LIVE_LOCK:
+                _LIVE.pop(cid, None)
+            with contextlib.suppress(Exception):
+                api.remove_container(cid, force=True)
+            raise
+        return cid
 
     async def close(self) -> None:
         """Removes the container; idempotent."""
@@ -320,16 +449,28 @@ class DockerSandbox(Sandbox):
             if "No such container" not in str(exc):
                 logger.warning("could not remove sandbox container %s: %r", cid[:12], exc)
 
+    def _replace_if_unhealthy(self) -> None:
+        """A container found unhealthy (stopped init, survivors, a sweep that did not end an exec) is
+        never reused: it is removed and a fresh one started in its place."""
+        if self._unhealthy and self.container_id is not None:
+            logger.warning("replacing sandbox container %s: %s", self.container_id[:12], self._unhealthy)
+            self._close_sync()
+            self.replaced += 1
+            self._start_sync()
+
     async def reset(self) -> None:
-        """Kills every process in the box and wipes /work, /tmp and /dev/shm."""
+        """Kills every process in the box, wipes /work, /tmp, /dev/shm and SysV IPC, checks the box's
+        health; a box that fails any of it is replaced by a fresh container."""
         async with self._lock:
             await asyncio.to_thread(self._reset_sync)
 
     def _reset_sync(self) -> None:
-        self._sweep()
-        raw = self._run(["sh", "-c", _RESET], None, _INTERNAL_TIMEOUT_S, 1 << 16)
+        self._require_started()
+        self._replace_if_unhealthy()
+        raw = self._run(["python3", "-I", "-S", "-c", _RESET], None, _INTERNAL_TIMEOUT_S, 1 << 16)
         if (status := self._status(raw)) != 0:
-            raise SandboxError(f"sandbox reset failed (exit {status}): {bytes(raw.stderr.kept)[:500]!r}")
+            self._unhealthy = f"reset failed (exit {status}): {bytes(raw.stdout.kept + raw.stderr.kept)[:300]!r}"
+            self._replace_if_unhealthy()
 
     # -- files -------------------------------------------------------------------------------------
 
@@ -339,6 +480,8 @@ class DockerSandbox(Sandbox):
         payload = data.encode() if isinstance(data, str) else bytes(data)
         async with self._lock:
             raw, status = await asyncio.to_thread(self._run_checked, ["sh", "-c", _WRITE, "sh", target], payload, 4096)
+        if status in _FILE_STATUS:
+            raise file_error(path, _FILE_STATUS[status])
         if status != 0:
             raise OSError(f"could not write {path!r} in the sandbox: {bytes(raw.stderr.kept).decode(errors='replace')}")
 
@@ -349,11 +492,11 @@ class DockerSandbox(Sandbox):
             raw, status = await asyncio.to_thread(
                 self._run_checked, ["sh", "-c", _READ, "sh", target], None, max_bytes + 1
             )
-        if status == 3:
-            raise FileNotFoundError(f"no file {path!r} in the sandbox's work dir")
-        if status == 4:
-            raise IsADirectoryError(f"{path!r} in the sandbox is not a regular file")
-        if status != 0 or raw.stdout.total > max_bytes:
+        if status in _FILE_STATUS:
+            raise file_error(path, _FILE_STATUS[status])
+        if raw.stdout.total > max_bytes:
+            raise file_error(path, errno.EFBIG)
+        if status != 0:
             raise OSError(f"could not read {path!r} from the sandbox (exit {status}, {raw.stdout.total} bytes)")
         return bytes(raw.stdout.kept)
 
@@ -368,44 +511,37 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
     ) -> ExecResult:
         """Runs `argv` in the container; see `Sandbox.exec`."""
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise ValueError(f"argv must be a non-empty list of strings, got {argv!r}")
-        for key in env or {}:
-            if not key or "=" in key or "\x00" in key:
-                raise ValueError(f"invalid environment variable name {key!r}")
-        workdir = WORK_DIR if cwd is None else f"{WORK_DIR}/{check_box_path(cwd)}"
-        payload = stdin.encode() if isinstance(stdin, str) else stdin
-        wall = self.limits.wall_s if timeout is None else timeout
+        args = check_exec_args(argv, stdin, timeout, env, cwd, self.limits.wall_s)
+        workdir = WORK_DIR if args.cwd is None else f"{WORK_DIR}/{args.cwd}"
         async with self._lock:
-            return await asyncio.to_thread(self._exec_sync, list(argv), payload, wall, dict(env or {}), workdir)
+            return await asyncio.to_thread(self._exec_sync, args.argv, args.stdin, args.timeout, args.env, workdir)
 
     def _exec_sync(
         self, argv: list[str], stdin: bytes | None, wall: float, env: dict[str, str], workdir: str
     ) -> ExecResult:
-        nonce = secrets.token_hex(8)
+        self._require_started()
+        self._replace_if_unhealthy()
+        nonce = secrets.token_hex(16)  # only in the root wrapper's environment: unreadable by box code
         cpu = max(1, math.ceil(self.limits.cpu_s))
-        cmd = ["sh", "-c", _WRAPPER, "rlgym-exec", nonce, workdir, str(cpu), self._oom_file, *argv]
-        raw = self._run(cmd, stdin, wall, self.limits.output_bytes, env)
-        match = re.search(rb"RLGYM-" + nonce.encode() + rb"-(cwd|nf|x-(\d+)-(\d+))\n\Z", raw.stderr.tail)
-        error = None
-        status: int | None = None
-        oom = False
+        cmd = ["sh", "-c", _WRAPPER, "rlgym-exec", workdir, str(cpu), self._oom_file, *argv]
+        raw = self._run(cmd, stdin, wall, self.limits.output_bytes, {**env, _NONCE_VAR: nonce}, user="0:0")
+        status = None if raw.killed else self._exit_code(raw.exec_id)  # from Docker, never from the output
+        match = re.search(rb"RLGYM-" + nonce.encode() + rb"-(\w+)-(\d+)\n\Z", raw.stderr.tail)
+        error, oom = None, False
         if match:
             raw.stderr.drop_suffix(len(match.group(0)))
-            if match.group(1) == b"cwd":
+            tag = match.group(1)
+            if tag == b"cwd":
                 error, status = f"working directory {workdir!r} does not exist in the sandbox", None
-            elif match.group(1) == b"nf":
+            elif tag == b"nf":
                 error, status = f"executable not found in the sandbox: {argv[0]!r}", None
-            else:
-                status = int(match.group(2))
-                oom = self._saw_oom(int(match.group(3)))
+            oom = self._saw_oom(int(match.group(2)))
         elif not raw.killed:
-            # The wrapper itself died (OOM, or the command killed it): sweep leftovers, check the OOM counter.
-            status = self._exit_code(raw.exec_id)
+            # The wrapper itself died (OOM): sweep what is left, then read the OOM counter.
             self._sweep()
             oom = self._saw_oom(self._read_oom())
         signum = None
-        if status is not None and 128 < status <= 128 + 64:  # the shell's 128+N convention for "killed by N"
+        if status is not None and 128 < status <= 128 + 64:  # 128+N: the command was killed by signal N
             signum, status = status - 128, None
         if raw.killed:
             signum, status = 9, None
@@ -433,11 +569,18 @@ class DockerSandbox(Sandbox):
         return _oom_count(bytes(raw.stdout.kept).decode(errors="replace").splitlines())
 
     def _sweep(self) -> None:
-        """Asks the container's init to SIGKILL every other process (needs no free pid)."""
+        """Asks the sweeper (via PID 1) to SIGKILL every other process (needs no free pid)."""
         try:
             self._api.kill(self._require_started(), signal="SIGUSR1")
         except Exception as exc:
+            self._unhealthy = f"the container is gone or stopped: {exc}"
             raise SandboxError(f"sandbox container is gone or stopped: {exc}") from exc
+
+    def _kill_container(self, why: str) -> None:
+        """The last resort, from outside: SIGKILL the whole container (ends every exec stream)."""
+        self._unhealthy = why
+        with contextlib.suppress(Exception):
+            self._api.kill(self.container_id, signal="SIGKILL")
 
     def _require_started(self) -> str:
         if self.container_id is None:
@@ -445,35 +588,52 @@ class DockerSandbox(Sandbox):
         return self.container_id
 
     def _run(
-        self, cmd: list[str], stdin: bytes | None, wall: float, cap: int, env: dict[str, str] | None = None
+        self,
+        cmd: list[str],
+        stdin: bytes | None,
+        wall: float,
+        cap: int,
+        env: dict[str, str] | None = None,
+        user: str = USER,
     ) -> _Raw:
-        """One `docker exec`: streams output, enforces the wall clock and the flood limit."""
+        """One `docker exec`: streams output; enforces the wall clock and the flood limit from outside."""
         docker = _docker_module()
         cid = self._require_started()
         t0 = time.perf_counter()
         try:
             exec_id = self._api.exec_create(
-                cid, cmd, stdin=stdin is not None, user=USER, workdir=WORK_DIR,
+                cid, cmd, stdin=stdin is not None, user=user, workdir=WORK_DIR,
                 environment=[f"{k}={v}" for k, v in (env or {}).items()] or None,
             )["Id"]  # fmt: skip
             sio = self._api.exec_start(exec_id, socket=True)
         except docker.errors.APIError as exc:
+            self._unhealthy = f"cannot run commands: {exc}"
             raise SandboxError(f"sandbox container {cid[:12]} cannot run commands: {exc}") from exc
         # Read through the HTTP response's buffered reader: it may already hold the first frames.
         response = getattr(sio, "_response", None)
         reader = response.raw._fp.fp if response is not None else sio
         sock = sio._sock
-        sock.settimeout(wall + _INTERNAL_TIMEOUT_S)  # backstop in case the sweep cannot end the stream
+        sock.settimeout(wall + _KILL_GRACE_S + _INTERNAL_TIMEOUT_S)  # backstop behind the container kill
         state = {"killed": False, "timed_out": False, "flooded": False}
+        timers: list[threading.Timer] = []
 
         def interrupt(reason: str) -> None:
             if not state["killed"]:
                 state["killed"] = state[reason] = True
                 with contextlib.suppress(SandboxError):
                     self._sweep()
+                # A healthy sweeper ends the exec at once; if the stream is still open after the grace,
+                # the box cannot enforce its own limits: kill it from outside and replace it later.
+                later = threading.Timer(
+                    _KILL_GRACE_S, self._kill_container, args=(f"a {reason} sweep did not end the exec",)
+                )
+                later.daemon = True
+                timers.append(later)
+                later.start()
 
         watchdog = threading.Timer(wall, interrupt, args=("timed_out",))
         watchdog.daemon = True
+        timers.append(watchdog)
         watchdog.start()
         if stdin is not None:
             threading.Thread(target=_feed, args=(sock, stdin), daemon=True).start()
@@ -493,12 +653,14 @@ class DockerSandbox(Sandbox):
                     buf = buf[8 + size :]
                 if out.total + err.total > self.flood_bytes:
                     interrupt("flooded")
-        except TimeoutError:  # the backstop fired: the sweep could not end the stream
+        except TimeoutError:  # even the container kill did not end the stream
             state["killed"] = state["timed_out"] = True
+            self._unhealthy = "an exec stream outlived the container kill"
         except OSError as exc:
             raise SandboxError(f"lost the exec stream of sandbox container {cid[:12]}: {exc}") from exc
         finally:
-            watchdog.cancel()
+            for timer in timers:
+                timer.cancel()
             with contextlib.suppress(OSError):
                 sock.close()
         return _Raw(out, err, exec_id, state["killed"], state["timed_out"], time.perf_counter() - t0)
@@ -508,6 +670,8 @@ class DockerSandbox(Sandbox):
         return None if raw.killed else self._exit_code(raw.exec_id)
 
     def _run_checked(self, cmd: list[str], stdin: bytes | None, cap: int) -> tuple[_Raw, int | None]:
+        self._require_started()
+        self._replace_if_unhealthy()
         raw = self._run(cmd, stdin, _INTERNAL_TIMEOUT_S, cap)
         return raw, self._status(raw)
 
@@ -518,6 +682,33 @@ class DockerSandbox(Sandbox):
             if not info.get("Running") or time.monotonic() > deadline:
                 return info.get("ExitCode")
             time.sleep(0.002)
+
+
+def seccomp_profile() -> dict[str, Any]:
+    """The containers' seccomp profile: the local backend's deny list (`_isolation.DENIED_SYSCALLS`).
+
+    Everything else is allowed; with every capability dropped for the box's uid that is what
+    Docker's default profile leaves too, plus ptrace, which the default allows on kernels >= 4.8.
+    """
+    flags = [0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000, 0x00020000, 0x80]
+    clone_rules = [
+        {
+            "names": ["clone"],
+            "action": "SCMP_ACT_ERRNO",
+            "errnoRet": errno.EPERM,
+            "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}],
+        }
+        for flag in flags
+    ]
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": _SECCOMP_ARCHES.get(platform.machine(), []),
+        "syscalls": [
+            {"names": sorted(DENIED_SYSCALLS), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
+            {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},  # libc falls back to clone
+            *clone_rules,
+        ],
+    }
 
 
 def _feed(sock: socket.socket, data: bytes) -> None:

@@ -10,18 +10,27 @@ speaks length-prefixed JSON over pipes. Per execution the worker forks: `python 
 
 Isolation, when the host process is root (the usual case in containers and CI):
 - no network: the worker lives in its own network namespace with only loopback;
-- filesystem: a private mount namespace, the work dir is a private tmpfs (`disk_mb`), /tmp, /var/tmp
-  and /dev/shm are private tmpfs, every other mount is read-only, and dirs the box user cannot
-  traverse (e.g. /root) are hidden except the interpreter's own files;
+- filesystem: a private mount namespace and a fresh root that holds only the system dirs (/usr,
+  /etc, /lib...) and the interpreter, read-only, with every site-packages hidden; the work dir,
+  /tmp, /var/tmp and /dev/shm share one private tmpfs capped at `disk_mb`. The caller's folders
+  (cwd, `sys.path`, a checkout under /tmp) are not in it; `expose` adds read-only paths;
 - processes: each execution gets a fresh PID namespace; when the command exits or times out the
   kernel kills everything left in it (background jobs, setsid/double-fork daemons). The command
   cannot see or signal the worker or the host;
+- memory and processes per box, not per process: a cgroup of its own (v2 where the host delegates
+  it, else v1; `_cgroup.py` states the difference) caps `memory_mb` for all its processes together,
+  the files in its tmpfs and its shared memory included, and `max_procs` tasks; an OOM kill there
+  is reported as `oom_killed`;
 - a per-box uid (1,000,000 + worker pid): RLIMIT_NPROC then counts only this box, and host files
   without world permissions are unreadable; plus rlimits (AS, CPU, NPROC, FSIZE, CORE, NOFILE),
-  no_new_privs and a scrubbed environment (the caller's variables never reach the box).
+  no_new_privs, a seccomp filter (no user or other namespaces, ptrace, keyrings, bpf, mounts) and
+  a scrubbed environment (the caller's variables never reach the box);
+- `reset()` replaces the worker: new namespaces, tmpfs, IPC namespace, uid and cgroup, and a heap
+  that never held the last episode's data; nothing of one episode (files, SysV shared memory,
+  processes, stale memory) is visible to the next.
 
-Without root, only rlimits, the scrubbed environment and process-group kills apply; `isolation`
-reports what is in effect and `require_isolation=True` refuses to start with less than all of it.
+Without root, only rlimits, seccomp, the scrubbed environment and process-group kills apply;
+`isolation` reports what is in effect and `require_isolation=True` refuses to start with less.
 Known differences from a fresh interpreter for in-process runs: modules the worker imported (stdlib
 only) are already in `sys.modules`, and the hash seed is shared by all runs of a box.
 """
@@ -31,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -38,15 +48,32 @@ import shutil
 import struct
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlgym_llm.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, check_box_path
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.sandbox._cgroup import PREFIX, BoxCgroup
+from rlgym_llm.sandbox.base import (
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    check_box_path,
+    check_exec_args,
+    file_error,
+)
 
 logger = logging.getLogger(__name__)
 
+
+def _under(root: str, path: str) -> bool:
+    return path == root or path.startswith(root + "/")
+
+
 _WORKER = Path(__file__).with_name("_worker.py")
 _UID_BASE = 1_000_000  # far above distro ranges; uid = base + worker pid is unique among live boxes
+_WORKER_STATE = ("_proc", "_stderr_task", "_cgroup", "work_dir", "isolation")  # what `reset` swaps
 _CALL_GRACE_S = 15.0  # the worker enforces timeouts itself; this only catches a hung worker
 
 
@@ -59,9 +86,13 @@ class LocalSandbox(Sandbox):
         disk_mb: Size of the private work dir and scratch tmpfs, and the largest file a box may write.
         flood_bytes: Output dropped past `limits.output_bytes` before the command is killed as a flood.
         read_limit_bytes: Largest file `read_file` returns.
-        expose: Extra host directories the box user must be able to read (the interpreter's prefix
-            and `sys.path` entries are always exposed).
+        expose: Extra host paths mounted read-only in the box, at the same place. By default a box
+            sees only the system dirs and the interpreter's standard library, never the caller's
+            folders (its cwd, `sys.path`, site-packages).
         require_isolation: Raise `SandboxError` in `start()` unless every isolation layer is in effect.
+        read_only_mounts: Host directory -> path in the box, read, never written (e.g. a cached
+            toolchain). Every mount but the work dir is read-only here and host folders keep their
+            path, so each must map to itself; they are exposed.
     """
 
     backend = "local"
@@ -76,18 +107,29 @@ class LocalSandbox(Sandbox):
         read_limit_bytes: int = 64 * 1024 * 1024,
         expose: tuple[str, ...] = (),
         require_isolation: bool = False,
+        read_only_mounts: Mapping[str, str] | None = None,
     ):
         super().__init__(limits)
         self.root_dir = root_dir
         self.disk_mb = disk_mb
         self.flood_bytes = flood_bytes
         self.read_limit_bytes = read_limit_bytes
-        self.expose = tuple(expose)
+        moved = [f"{h} -> {b}" for h, b in (read_only_mounts or {}).items() if os.path.abspath(h) != b]
+        private = ("/tmp", "/var/tmp", "/dev/shm")
+        scratch = [h for h in read_only_mounts or {} if any(_under(d, os.path.realpath(h)) for d in private)]
+        problems = [f"the local backend shows host folders at their own path; cannot mount {m}" for m in moved]
+        problems += [f"cannot mount {h}: the box has its own private /tmp, /var/tmp and /dev/shm" for h in scratch]
+        if problems:
+            raise ConfigError(problems)
+        self.expose = tuple(expose) + tuple(read_only_mounts or {})
         self.require_isolation = require_isolation
         self.isolation: dict[str, Any] = {}
         self.work_dir: str | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr_task: asyncio.Task | None = None
+        self._cgroup: BoxCgroup | None = None
+        self._spare: asyncio.Future[LocalSandbox] | None = None  # the next reset's worker, warming up
+        self._closing: set[asyncio.Future[None]] = set()  # old workers being torn down
         self._lock = asyncio.Lock()
 
     @property
@@ -122,9 +164,11 @@ class LocalSandbox(Sandbox):
             env={"PATH": base_env["PATH"], "LANG": "C.UTF-8"},
             cwd="/",
         )
-        self._stderr_task = asyncio.create_task(self._log_worker_stderr(self._proc.stderr))
-        expose = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-        expose += [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)] + list(self.expose)
+        self._stderr_task = asyncio.create_task(_log_worker_stderr(self._proc.pid, self._proc.stderr))
+        expose = [os.path.abspath(p) for p in self.expose]
+        if os.geteuid() == 0:  # the box's own memory and process budget (v2, else v1); see _cgroup.py
+            memory = self.limits.memory_mb * 1024 * 1024
+            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs)
         init = {
             "op": "init",
             "work_dir": self.work_dir,
@@ -134,12 +178,15 @@ class LocalSandbox(Sandbox):
             "flood_bytes": self.flood_bytes,
             "expose": sorted(set(expose)),
             "base_env": base_env,
+            "cgroup": {"procs": self._cgroup.procs, "oom_file": self._cgroup.oom_file} if self._cgroup else None,
         }
         try:
             self.isolation = (await self._call(init, timeout=30.0))["isolation"]
         except BaseException:
             await self.close()
             raise
+        if self.isolation.get("cgroup") and self._cgroup is not None:
+            self.isolation["cgroup"] = self._cgroup.describe()
         missing = self.missing_isolation()
         if missing and self.require_isolation:
             await self.close()
@@ -152,14 +199,8 @@ class LocalSandbox(Sandbox):
 
     def missing_isolation(self) -> list[str]:
         """Names of the isolation layers that are not in effect for this box."""
-        wanted = ["mountns", "pidns", "uid"] + ([] if self.limits.network else ["netns"])
+        wanted = ["mountns", "pidns", "uid", "cgroup", "seccomp"] + ([] if self.limits.network else ["netns"])
         return [k for k in wanted if not self.isolation.get(k)]
-
-    async def _log_worker_stderr(self, stream: asyncio.StreamReader | None) -> None:
-        if stream is None:
-            return
-        while line := await stream.readline():
-            logger.warning("sandbox worker %s: %s", self.worker_pid, line.decode(errors="replace").rstrip())
 
     async def _call(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         proc = self._proc
@@ -192,43 +233,86 @@ class LocalSandbox(Sandbox):
         env: dict[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise TypeError(f"argv must be a non-empty list of strings, got {argv!r}")
-        if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise TypeError("env must map strings to strings")
-        timeout = self.limits.wall_s if timeout is None else float(timeout)
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
-        data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+        args = check_exec_args(argv, stdin, timeout, env, cwd, self.limits.wall_s)
         request = {
             "op": "exec",
-            "argv": list(argv),
-            "stdin": base64.b64encode(data).decode(),
-            "timeout": timeout,
-            "env": dict(env or {}),
-            "cwd": "" if cwd in (None, "", ".") else str(check_box_path(cwd)),
+            "argv": args.argv,
+            "stdin": base64.b64encode(args.stdin or b"").decode(),
+            "timeout": args.timeout,
+            "env": args.env,
+            "cwd": "" if args.cwd is None else str(args.cwd),
         }
-        return ExecResult(**await self._call(request, timeout=timeout + _CALL_GRACE_S))
+        return ExecResult(**await self._call(request, timeout=args.timeout + _CALL_GRACE_S))
 
     async def write_file(self, path: str, data: str | bytes) -> None:
         raw = data.encode() if isinstance(data, str) else bytes(data)
         request = {"op": "write", "path": str(check_box_path(path)), "data": base64.b64encode(raw).decode()}
-        await self._call(request, timeout=_CALL_GRACE_S)
+        await self._file_call(request, path)
 
     async def read_file(self, path: str) -> bytes:
         request = {"op": "read", "path": str(check_box_path(path)), "limit": self.read_limit_bytes}
+        return base64.b64decode((await self._file_call(request, path))["data"])
+
+    async def _file_call(self, request: dict[str, Any], path: str) -> dict[str, Any]:
         try:
-            answer = await self._call(request, timeout=_CALL_GRACE_S)
-        except OSError as exc:
-            if exc.errno == 2:
-                raise FileNotFoundError(2, f"no such file in the sandbox: {path}") from None
-            raise
-        return base64.b64decode(answer["data"])
+            return await self._call(request, timeout=_CALL_GRACE_S)
+        except OSError as exc:  # the same errors as the docker backend, for the same cases
+            raise file_error(path, exc.errno or errno.EIO) from None
 
     async def reset(self) -> None:
-        await self._call({"op": "reset"}, timeout=_CALL_GRACE_S)
+        """Replaces the worker with a fresh one: new namespaces, tmpfs, IPC namespace, uid and cgroup.
+
+        Wiping files is not enough: in-process Python runs are forks of the worker, so they inherit
+        its heap, where freed buffers of earlier requests (another episode's stdin: hidden tests)
+        linger. A new worker process holds nothing of the last episode.
+        """
+        if self._proc is None:
+            raise SandboxError("the sandbox is not started; use `async with sandbox:` or `await sandbox.start()`")
+        if self._proc.returncode is not None:  # the box broke: its owner (e.g. a pool) replaces it
+            raise SandboxError(f"the sandbox worker exited (status {self._proc.returncode}); start a new sandbox")
+        fresh = None
+        spare, self._spare = self._spare, None
+        if spare is not None:  # started in the background at the last reset: the swap costs nothing
+            try:
+                fresh = await spare
+            except Exception as exc:  # a spare that failed to start is replaced by a synchronous start
+                logger.warning("the spare sandbox worker failed to start: %r", exc)
+        if fresh is None:
+            fresh = self._twin()
+            await fresh.start()
+        for name in _WORKER_STATE:  # self takes the fresh worker, `fresh` the old one, closed below
+            mine, theirs = getattr(self, name), getattr(fresh, name)
+            setattr(self, name, theirs)
+            setattr(fresh, name, mine)
+        self._spare = asyncio.ensure_future(self._started_twin())
+        self._closing.add(asyncio.ensure_future(fresh.close()))  # tearing namespaces down takes a while
+        self._closing = {task for task in self._closing if not task.done()}
+
+    def _twin(self) -> LocalSandbox:
+        return LocalSandbox(
+            self.limits,
+            root_dir=self.root_dir,
+            disk_mb=self.disk_mb,
+            flood_bytes=self.flood_bytes,
+            read_limit_bytes=self.read_limit_bytes,
+            expose=self.expose,
+            require_isolation=self.require_isolation,
+        )
+
+    async def _started_twin(self) -> LocalSandbox:
+        twin = self._twin()
+        await twin.start()
+        return twin
 
     async def close(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                await (await spare).close()
+        closing, self._closing = self._closing, set()
+        for task in closing:
+            with contextlib.suppress(Exception):
+                await task
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.stdin is not None:
@@ -242,6 +326,16 @@ class LocalSandbox(Sandbox):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._stderr_task, 1.0)
             self._stderr_task = None
+        if self._cgroup is not None:  # empty now: the worker and every box process are gone
+            self._cgroup.remove()
+            self._cgroup = None
         if self.work_dir is not None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             self.work_dir = None
+
+
+async def _log_worker_stderr(pid: int, stream: asyncio.StreamReader | None) -> None:
+    if stream is None:
+        return
+    while line := await stream.readline():
+        logger.warning("sandbox worker %s: %s", pid, line.decode(errors="replace").rstrip())

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_llm.core.env import Env, Step, Task
-from rlgym_llm.core.tools import Tool, ToolError, parse_call
-from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.core.tools import Tool
+from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals
 
 # --- guess the number ---------------------------------------------------------------------------
 
@@ -36,10 +36,6 @@ class Guess(Tool):
 
     name: ClassVar[str] = "guess"
     value: int = Field(description="your guess, a three-digit number")
-
-
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
 
 
 class GuessNumberEnv(Env):
@@ -66,27 +62,23 @@ class GuessNumberEnv(Env):
         )
         return Task(id=f"guess-{n}", prompt=prompt, answer=n)
 
-    def opening(self, task: Task) -> Messages:
+    def new_episode(self, task: Task) -> None:
         self.lo, self.hi, self.solved = LOW, HIGH, False
+
+    def opening(self, task: Task) -> Messages:
         return [{"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
         if not turn.tool_calls:
             nudge: Message = {"role": "user", "content": "Call the `guess` tool with a three-digit number."}
             return Step([nudge], signals=self._signals(tool_ok=None))
-        messages, ok = [], True
-        for call in turn.tool_calls:
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                ok = False
-                messages.append(_tool_message(call, parsed.message))
-            elif self.solved:
-                messages.append(_tool_message(call, "The number was already found."))
-            else:
-                assert isinstance(parsed, Guess)
-                messages.append(_tool_message(call, self._judge(parsed.value)))
+        run = self.run_tools(turn)
         reward = 1.0 if self.solved else 0.0
-        return Step(messages, reward=reward, terminated=self.solved, signals=self._signals(tool_ok=ok))
+        return Step(run.messages, reward=reward, terminated=self.solved, signals=self._signals(tool_ok=run.ok))
+
+    # Calls after the end are validated first and then ignored, hence no `episode_over` (what the demo trained on).
+    def on_guess(self, args: Guess) -> str:
+        return "The number was already found." if self.solved else self._judge(args.value)
 
     def outcome(self) -> dict[str, Any]:
         return {"reward": float(self.solved), "components": {"solved": float(self.solved)}}
@@ -196,8 +188,10 @@ class CounterEnv(Env):
         # The target is public: nothing here is ground truth the model must not see.
         return Task(id=f"counter-{target}", prompt=prompt, meta={"target": target})
 
-    def opening(self, task: Task) -> Messages:
+    def new_episode(self, task: Task) -> None:
         self.counter, self.submitted = 0, False
+
+    def opening(self, task: Task) -> Messages:
         return [{"role": "user", "content": task.prompt}]
 
     @property
@@ -208,22 +202,21 @@ class CounterEnv(Env):
         if not turn.tool_calls:
             nudge: Message = {"role": "user", "content": "Use the `add` and `submit` tools."}
             return Step([nudge], signals=self._signals(tool_ok=None))
-        messages, ok = [], True
-        for call in turn.tool_calls:
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                ok = False
-                messages.append(_tool_message(call, parsed.message))
-            elif self.submitted:
-                messages.append(_tool_message(call, "Already submitted."))
-            elif isinstance(parsed, Add):
-                self.counter += parsed.amount
-                messages.append(_tool_message(call, f"counter = {self.counter}"))
-            else:
-                self.submitted = True
-                messages.append(_tool_message(call, f"submitted {self.counter}"))
+        run = self.run_tools(turn)
         reward = self.outcome()["reward"] if self.submitted else 0.0
-        return Step(messages, reward=reward, terminated=self.submitted, signals=self._signals(tool_ok=ok))
+        return Step(run.messages, reward=reward, terminated=self.submitted, signals=self._signals(tool_ok=run.ok))
+
+    def on_add(self, args: Add) -> str:
+        if self.submitted:  # validated first, then ignored (see GuessNumberEnv)
+            return "Already submitted."
+        self.counter += args.amount
+        return f"counter = {self.counter}"
+
+    def on_submit(self, args: Submit) -> str:
+        if self.submitted:
+            return "Already submitted."
+        self.submitted = True
+        return f"submitted {self.counter}"
 
     def outcome(self) -> dict[str, Any]:
         hit = float(self.submitted and self.counter == self.target)

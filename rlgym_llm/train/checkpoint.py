@@ -21,14 +21,19 @@ _DONE = "state.json"  # written last: a folder without it is incomplete
 
 
 def rng_state() -> dict[str, Any]:
-    """Every RNG a training step draws from (Python, NumPy's global, torch CPU)."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every RNG a training step draws from (Python, NumPy's global, torch CPU and CUDA)."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(_tuplify(state["python"]))
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def _tuplify(x: Any) -> Any:
@@ -96,7 +101,7 @@ def load(path: str | os.PathLike, model: Any, optimizer: torch.optim.Optimizer, 
         Its `state.json`, plus the saved `torch_extra` under "torch_extra".
     """
     path = Path(path)
-    state = torch.load(path / "trainer.pt", weights_only=False)
+    state = torch.load(path / "trainer.pt", weights_only=False, map_location="cpu")  # copied to the model's device
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])

@@ -20,6 +20,10 @@ KLEstimator = Literal["k1", "k2", "k3"]
 """Estimators of KL(pi || pi_ref) per token (see `losses.kl_penalty`)."""
 Schedule = Literal["constant", "linear", "cosine"]
 """The learning-rate schedule after warm-up."""
+Device = Literal["auto", "cpu", "cuda"]
+"""Where a local model computes (auto: cuda when torch sees a GPU, else cpu)."""
+Precision = Literal["auto", "float32", "bfloat16"]
+"""Matrix-product precision (auto: bfloat16 on a GPU, float32 on CPU); weights stay float32."""
 
 
 def _raise(problems: list[str]) -> None:
@@ -140,6 +144,10 @@ class TrainerConfig:
         micro_batch_size: trajectories per forward/backward pass (gradients accumulate).
         filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add no
             gradient but dilute token-mean losses).
+        max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
+            tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
+            many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
+            The metrics count `draws` and `refill_groups`.
         eval_tasks: held-out tasks for the success measure before and after training (0: skip).
         eval_every: also measure held-out success every N steps (0: only before and after); the
             step's record gets `eval_success`, `eval_reward` and `eval_failed`.
@@ -151,6 +159,11 @@ class TrainerConfig:
             the episodes of a batch fail (a training step, a held-out measure, the SFT
             demonstrations): an env that raises or an unreachable engine is a broken run, not data.
             1.0: never stop.
+        device: where the model trains and (policy=hf) samples: auto (cuda when torch sees a GPU),
+            cpu or cuda (`rlgym_llm.rollout.device`).
+        dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
+            bfloat16 runs the matrix products under `torch.autocast`; the weights (the optimizer's
+            master copy), logprobs and losses stay float32. A vLLM server on a GPU loads the weights in it.
         optim: optimizer and schedule.
         loss: the policy loss.
         lora: LoRA settings.
@@ -161,6 +174,7 @@ class TrainerConfig:
     group_size: int = 8
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
+    max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
     eval_temperature: float = 0.0
@@ -168,6 +182,8 @@ class TrainerConfig:
     keep_checkpoints: int = 2
     threads: int = 2
     max_failed_share: float = 0.5
+    device: Device = "auto"
+    dtype: Precision = "auto"
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
@@ -175,7 +191,7 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         p = [
             f"{k}={getattr(self, k)} must be >= 1"
-            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads")
+            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads", "max_draws")
             if getattr(self, k) < 1
         ]
         if self.group_size < 2:
@@ -186,3 +202,22 @@ class TrainerConfig:
         if not 0 <= self.max_failed_share <= 1:
             p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
         _raise(p)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Where the per-step metrics go besides `metrics.jsonl`; every numeric field keeps its name
+    (`success`, `loss`, `failures/env`, ...) in each.
+
+    Args:
+        tensorboard: TensorBoard event files under `out_dir/tb` (the `tb` extra).
+        wandb: a Weights & Biases run (the `wandb` extra) holding the run's config; with
+            `WANDB_MODE=offline` it stays under `out_dir/wandb` until `wandb sync`.
+        wandb_project: the W&B project.
+        wandb_name: the W&B run name (null: the run folder's name).
+    """
+
+    tensorboard: bool = True
+    wandb: bool = False
+    wandb_project: str = "rlgym-llm"
+    wandb_name: str | None = None

@@ -7,7 +7,8 @@ fitted estimator); the registry names them (`CreditMethod.inputs`), this module 
     result = credit(trajectories)          # a CreditResult; the answer probabilities were scored first
 
 - `answer_probs` (IGPO): the gold answer behind every turn, scored teacher-forced by the policy.
-- `contributions` (SPA): a progress estimator over the env's per-turn signals, refit every step.
+- `contributions` (SPA): a progress estimator, by default the paper's protocol: fitted once on
+  warm-up explorations of the starting policy (over a frozen copy of its hidden states), then frozen.
 
 Inputs with state (SPA's estimator) are checkpointed with the run (`state_dict`).
 """
@@ -15,12 +16,16 @@ Inputs with state (SPA's estimator) are checkpointed with the run (`state_dict`)
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit import CreditResult, compute_advantages, get_method, resolve_params
+
+logger = logging.getLogger(__name__)
 
 
 class CreditInput(Protocol):
@@ -86,37 +91,122 @@ class AnswerProbs:
 
 
 class Contributions:
-    """SPA's `contributions`: a progress estimator over the env's per-turn signals, refit on every batch.
+    """SPA's `contributions`: c_{i,t} of a progress estimator (`credit_models.ProgressEstimator`).
+
+    offline (the paper's protocol): on the first call the estimator is trained on warm-up
+    explorations (`explore()`: trajectories of the starting policy; without one, the first batch,
+    which the same policy rolled out), then frozen: later calls only score. online: refit on every
+    batch before scoring it (this library's earlier behaviour; the estimator then scores the data it
+    was just fitted on).
 
     Args:
-        channels: the per-turn signals it reads (see `credit_models.SignalFeatures`).
-        epochs: training passes per step.
-        seed: initialisation seed of its head.
+        estimator: the estimator (its featurizer decides the inputs).
+        online: refit on every batch instead of fitting once and freezing.
+        epochs: training passes of a fit.
+        explore: returns the exploration trajectories (offline mode).
     """
 
-    def __init__(self, channels: Sequence[str] = ("tool_ok", "progress"), epochs: int = 100, seed: int = 0):
-        from rlgym_llm.train.credit_models import ProgressEstimator, SignalFeatures
-
-        self.estimator = ProgressEstimator(SignalFeatures(tuple(channels)), seed=seed)
-        self.epochs = epochs
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        online: bool = False,
+        epochs: int = 200,
+        explore: Callable[[], Sequence[Trajectory]] | None = None,
+    ):
+        self.estimator, self.online, self.epochs, self.explore = estimator, online, epochs, explore
+        self.fitted = False
+        self.fit_losses: list[float] = []  # of the offline fit, per epoch
 
     def __call__(self, trajectories: Sequence[Trajectory]) -> list[Any]:
-        self.estimator.fit(trajectories, epochs=self.epochs)
+        if self.online:
+            self.estimator.fit(trajectories, epochs=self.epochs)
+        elif not self.fitted:
+            data = list(self.explore()) if self.explore is not None else list(trajectories)
+            self.fit_losses = self.estimator.fit(data, epochs=self.epochs)
+            self.fitted = True
+            if self.fit_losses:
+                logger.info(
+                    "SPA estimator fitted on %d exploration trajectories (loss %.4f -> %.4f), now frozen",
+                    len(data),
+                    self.fit_losses[0],
+                    self.fit_losses[-1],
+                )
         return self.estimator.contributions(trajectories)
 
     def state_dict(self) -> dict[str, Any]:
-        return self.estimator.state_dict()
+        return {"estimator": self.estimator.state_dict(), "fitted": self.fitted}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.estimator.load_state_dict(state)
+        if state:
+            self.estimator.load_state_dict(state["estimator"])
+            self.fitted = bool(state["fitted"])
 
 
-INPUTS: dict[str, Callable[..., CreditInput]] = {
-    "answer_probs": lambda model, tokenizer, make_env, seed: AnswerProbs(model, tokenizer, make_env),
-    "contributions": lambda model, tokenizer, make_env, seed: Contributions(seed=seed),
+@dataclass(frozen=True)
+class InputContext:
+    """What a per-step input may be built from.
+
+    Args:
+        params: the method's resolved parameters (its params dataclass).
+        model: the policy model (trained in place).
+        tokenizer: its tokenizer.
+        make_env: a factory of the training env.
+        seed: the run's seed.
+        explore: rolls out `n` tasks of warm-up exploration with the starting policy (SPA's offline fit).
+    """
+
+    params: Any
+    model: Any = None
+    tokenizer: Any = None
+    make_env: Callable[[], Any] | None = None
+    seed: int = 0
+    explore: Callable[[int], Sequence[Trajectory]] | None = None
+
+
+def build_contributions(ctx: InputContext) -> Contributions:
+    """SPA's estimator as its parameters say: features (a frozen copy of the starting policy's hidden
+    states, or env signals), offline (explore, fit, freeze) or online (refit every batch)."""
+    import copy
+
+    from rlgym_llm.train.credit_models import HiddenStateFeatures, ProgressEstimator, SignalFeatures
+
+    p = ctx.params
+    featurizer: Any
+    if p.features == "hidden":
+        if ctx.model is None:
+            raise ConfigError(["credit=spa with features: hidden needs the policy model; or set features: signals"])
+        # the estimator reads the policy it starts from (the paper's SFT backbone); a frozen copy keeps
+        # the fitted head valid while the policy trains
+        frozen = copy.deepcopy(ctx.model).eval()
+        for param in frozen.parameters():
+            param.requires_grad_(False)
+        pad = getattr(ctx.tokenizer, "pad_token_id", None) or 0
+        featurizer = HiddenStateFeatures(frozen, pad_id=pad)
+    else:
+        featurizer = SignalFeatures(tuple(p.signals))
+    estimator = ProgressEstimator(featurizer, hidden=p.head_hidden, outcome=p.outcome, seed=ctx.seed)
+    explore = None
+    if p.estimator == "offline" and p.explore_tasks > 0 and ctx.explore is not None:
+        run, n = ctx.explore, p.explore_tasks
+        explore = lambda: run(n)  # noqa: E731
+    return Contributions(estimator, online=p.estimator == "online", epochs=p.epochs, explore=explore)
+
+
+def build_answer_probs(ctx: InputContext) -> AnswerProbs:
+    """IGPO's scoring pass over the policy model; the gold answers come from envs made by `make_env`."""
+    if ctx.model is None or ctx.tokenizer is None or ctx.make_env is None:
+        raise ConfigError(["credit=igpo needs the policy model, its tokenizer and the env factory"])
+    return AnswerProbs(ctx.model, ctx.tokenizer, ctx.make_env)
+
+
+INPUTS: dict[str, Callable[[InputContext], CreditInput]] = {
+    "answer_probs": build_answer_probs,
+    "contributions": build_contributions,
 }
-"""Per-step input name (as methods declare it) -> its builder, called with the run's model, tokenizer,
-env factory and seed. A method that needs a new kind of input adds its builder here."""
+"""Per-step input name (as methods declare it) -> its builder, called with an `InputContext` (the
+method's parameters, the run's model, tokenizer, env factory, seed and exploration). A method that
+needs a new kind of input adds its builder here."""
 
 
 class CreditAssigner:
@@ -149,10 +239,16 @@ class CreditAssigner:
         tokenizer: Any = None,
         make_env: Callable[[], Any] | None = None,
         seed: int = 0,
+        explore: Callable[[int], Sequence[Trajectory]] | None = None,
     ) -> CreditAssigner:
-        """The assigner with the builders of `INPUTS` for every input the method declares."""
+        """The assigner with the builders of `INPUTS` for every input the method declares.
+
+        Args:
+            explore: rolls out n warm-up tasks with the starting policy (SPA's offline fit).
+        """
         names = get_method(method).inputs
-        return cls(method, params, {n: INPUTS[n](model, tokenizer, make_env, seed) for n in names})
+        ctx = InputContext(resolve_params(method, params), model, tokenizer, make_env, seed, explore)
+        return cls(method, params, {n: INPUTS[n](ctx) for n in names})
 
     def __call__(self, trajectories: Sequence[Trajectory]) -> CreditResult:
         values = {name: provider(trajectories) for name, provider in self.inputs.items()}

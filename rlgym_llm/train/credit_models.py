@@ -15,7 +15,7 @@ teacher-forced, no gradient (one pass per trajectory on a cropped KV cache, or p
 SPA (stepwise progress attribution): a small head c_phi over per-turn features, trained so that a
 trajectory's contributions sum to its outcome, L = mean_i (sum_t c_{i,t} - R_i)^2::
 
-    estimator = ProgressEstimator(SignalFeatures(("tool_ok", "progress")))        # or HiddenStateFeatures(model)
+    estimator = ProgressEstimator(SignalFeatures(("tool_ok",)))                  # or HiddenStateFeatures(model)
     losses = estimator.fit(trajectories, epochs=200)                             # per-epoch training loss
     result = compute_advantages(trajectories, "spa", contributions=estimator.contributions(trajectories))
 
@@ -261,7 +261,7 @@ class SignalFeatures:
     reward components).
     """
 
-    channels: tuple[str, ...] = ("tool_ok", "progress")
+    channels: tuple[str, ...] = ("tool_ok",)
     position: bool = True
 
     @property
@@ -350,7 +350,7 @@ class ProgressEstimator:
     Trained on explored trajectories (successes and failures) so that sum_t c_{i,t} = R_i
     (Wang et al. 2025, SPA-RL). The authors fine-tune the whole SFT model with a linear head on its
     last-token output; here the backbone (if any) is frozen behind `HiddenStateFeatures` and only the
-    head is trained, which is cheap enough to refit every training step.
+    head is trained (`train.credit_inputs.Contributions` fits it once on warm-up explorations).
 
     Args:
         featurizer: `SignalFeatures`, `HiddenStateFeatures` or any `Featurizer`.

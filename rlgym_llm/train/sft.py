@@ -23,10 +23,11 @@ import numpy as np
 import torch
 
 from rlgym_llm.core.types import AssistantTurn, Messages, Trajectory
+from rlgym_llm.rollout.device import Compute
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager
 from rlgym_llm.rollout.policy import Completion, Episode, EpisodePolicy, SamplingParams
-from rlgym_llm.train.losses import token_logprobs
+from rlgym_llm.train.forward import masked_logprobs
 from rlgym_llm.train.trainer import TrainBatch
 
 logger = logging.getLogger(__name__)
@@ -122,10 +123,10 @@ def oracle_trajectories(
     config = RolloutConfig(
         group_size=1, max_turns=max_turns, max_context=sys.maxsize, token_check="off", env_in_thread=env_in_thread
     )
-    manager = RolloutManager(
+    with RolloutManager(
         env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config, on_episode=on_episode
-    )
-    trajs = manager.run_sync([int(s) for s in seeds])
+    ) as manager:
+        trajs = manager.run_sync([int(s) for s in seeds])
     check_failures(trajs, max_failed_share, "SFT demonstrations", "trainer.max_failed_share")
     failed = [t for t in trajs if t.failed]
     if failed:
@@ -133,10 +134,13 @@ def oracle_trajectories(
     return [t for t in trajs if not t.failed and (not successful_only or t.reward > 0)]
 
 
-def sft_loss(model: Any, batch: TrainBatch) -> torch.Tensor:
+def sft_loss(model: Any, batch: TrainBatch, compute: Compute | None = None) -> torch.Tensor:
     """Token-mean negative log-likelihood of the loss-masked (assistant) tokens."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    logp = token_logprobs(logits, batch.input_ids)  # (B, T): log p(token_t | tokens_<t)
+    compute = compute or Compute.of(model)
+    batch = batch.to(compute.device)
+    # log p(token_t | tokens_<t) of the assistant tokens, with the LM head over those positions only
+    with compute.autocast():
+        logp = masked_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).logp
     return -(logp * batch.loss_mask).sum() / batch.loss_mask.sum().clamp(min=1)
 
 
@@ -149,8 +153,11 @@ def sft(
     lr: float = 1e-3,
     seed: int = 0,
     on_step: Callable[[int, float], None] | None = None,
+    compute: Compute | None = None,
 ) -> list[float]:
     """Fine-tune `model` on `trajectories` (AdamW, constant LR, gradient clipping at 1.0).
+
+    `compute` is the device and compute dtype (default: float32 where `model`'s weights are).
 
     Returns:
         The loss of every step.
@@ -169,7 +176,7 @@ def sft(
         masks = [np.asarray(t.loss_mask, dtype=np.float32) for t in chosen]
         batch = TrainBatch.from_trajectories(chosen, masks, pad_id)
         optimizer.zero_grad(set_to_none=True)
-        loss = sft_loss(model, batch)
+        loss = sft_loss(model, batch, compute)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()

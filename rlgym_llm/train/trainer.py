@@ -16,15 +16,10 @@ import numpy as np
 import torch
 
 from rlgym_llm.core.types import Trajectory
+from rlgym_llm.rollout.device import Compute
 from rlgym_llm.train.config import LossConfig, OptimConfig
-from rlgym_llm.train.losses import (
-    BatchTotals,
-    aggregate,
-    entropy_from_logits,
-    kl_penalty,
-    policy_loss,
-    token_logprobs,
-)
+from rlgym_llm.train.forward import MaskedForward, masked_logprobs
+from rlgym_llm.train.losses import BatchTotals, aggregate, kl_penalty, policy_loss
 
 
 @dataclass
@@ -63,6 +58,10 @@ class TrainBatch:
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
+    def to(self, device: torch.device) -> TrainBatch:
+        """The same batch on `device`."""
+        return TrainBatch(*(x.to(device) for x in self._fields()))
+
     def slice(self, start: int, end: int) -> TrainBatch:
         """Rows [start, end), trimmed to their longest sequence."""
         width = int(self.attention_mask[start:end].sum(-1).max())
@@ -81,6 +80,10 @@ class PolicyTrainer:
         optim: optimizer and schedule.
         micro_batch_size: rows per forward/backward pass.
         ref_model: the frozen reference policy (required when `loss.kl_coef > 0`).
+        lean_head: apply the LM head only to the positions that predict a trained token (see
+            `train.forward`); False projects every position, as a plain forward pass does.
+        compute: device and compute dtype (`rlgym_llm.rollout.device`; default: float32 where
+            `model`'s weights are). The models must already be on its device.
     """
 
     def __init__(
@@ -90,8 +93,11 @@ class PolicyTrainer:
         optim: OptimConfig | None = None,
         micro_batch_size: int = 8,
         ref_model: Any | None = None,
+        lean_head: bool = True,
+        compute: Compute | None = None,
     ):
         self.model = model
+        self.compute = compute or Compute.of(model)
         self.loss_cfg = loss or LossConfig()
         self.optim_cfg = optim or OptimConfig()
         if self.loss_cfg.kl_coef > 0 and ref_model is None:
@@ -102,6 +108,7 @@ class PolicyTrainer:
             raise ValueError(f"schedule={self.optim_cfg.schedule} needs optim.total_steps (the run's steps)")
         self.micro_batch_size = micro_batch_size
         self.ref_model = ref_model
+        self.lean_head = lean_head
         params = [p for p in model.parameters() if p.requires_grad]
         o = self.optim_cfg
         self.optimizer = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
@@ -118,15 +125,19 @@ class PolicyTrainer:
         progress = min(1.0, (step - o.warmup_steps) / max(1, total - o.warmup_steps))
         return 1.0 - progress if o.schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
-    def _logp(self, model: Any, mb: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits
-        return token_logprobs(logits, mb.input_ids), logits
+    def _forward(self, model: Any, mb: TrainBatch, entropy_grad: bool = False) -> MaskedForward:
+        # the matrix products in the compute dtype; logprobs, entropy and the loss in float32
+        with self.compute.autocast():
+            return masked_logprobs(
+                model, mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad=entropy_grad, lean=self.lean_head
+            )
 
     @torch.no_grad()
     def _old_logp(self, batch: TrainBatch) -> torch.Tensor:
+        batch = batch.to(self.compute.device)
         was_training = self.model.training
         self.model.eval()
-        parts = [self._logp(self.model, batch.slice(s, s + self.micro_batch_size))[0] for s in self._starts(batch)]
+        parts = [self._forward(self.model, batch.slice(s, s + self.micro_batch_size)).logp for s in self._starts(batch)]
         self.model.train(was_training)
         out = torch.zeros_like(batch.engine_logp)
         for s, p in zip(self._starts(batch), parts):
@@ -144,6 +155,7 @@ class PolicyTrainer:
     def accumulate(self, batch: TrainBatch) -> dict[str, float]:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
         cfg = self.loss_cfg
+        batch = batch.to(self.compute.device)
         old_all = self._old_logp(batch) if cfg.recompute_old_logp else batch.engine_logp
         totals = BatchTotals.of(batch.loss_mask, cfg.norm_const or 1.0)
         self.model.train()
@@ -160,7 +172,8 @@ class PolicyTrainer:
         for start in self._starts(batch):
             mb = batch.slice(start, start + self.micro_batch_size)
             old = old_all[start : start + len(mb), : mb.input_ids.shape[1]]
-            logp, logits = self._logp(self.model, mb)
+            fwd = self._forward(self.model, mb, entropy_grad=cfg.entropy_coef > 0)
+            logp = fwd.logp
             engine = mb.engine_logp if cfg.recompute_old_logp else None
             out = policy_loss(
                 logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap
@@ -169,13 +182,12 @@ class PolicyTrainer:
             share = mb.loss_mask.sum().item() / totals.tokens  # weight of this micro-batch's diagnostics
             if cfg.kl_coef > 0:
                 with torch.no_grad():
-                    ref_logp, _ = self._logp(self.ref_model, mb)
+                    ref_logp = self._forward(self.ref_model, mb).logp
                 kl = aggregate(kl_penalty(logp, ref_logp, cfg.kl_estimator), mb.loss_mask, cfg.agg, totals)
                 loss = loss + cfg.kl_coef * kl
                 sums["kl"] += kl.item()
-            # entropy of the distribution each policy token was sampled from (logits at position t-1)
-            ent_tok = torch.nn.functional.pad(entropy_from_logits(logits[:, :-1]), (1, 0))
-            entropy = aggregate(ent_tok, mb.loss_mask, cfg.agg, totals)
+            # entropy of the distribution each policy token was sampled from; a graph only for a bonus
+            entropy = aggregate(fwd.entropy, mb.loss_mask, cfg.agg, totals)
             if cfg.entropy_coef > 0:
                 loss = loss - cfg.entropy_coef * entropy
             loss.backward()

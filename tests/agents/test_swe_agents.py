@@ -3,7 +3,7 @@
 import pytest
 
 import rlgym_llm
-from rlgym_agents.swe import IdleAgent, SWEOracleAgent, TestEditingAgent
+from rlgym_agents.swe import IdleAgent, RandomEditAgent, SWEOracleAgent, TestEditingAgent, _function_source
 from rlgym_envs.swe.instances import builtin_instances
 from rlgym_envs.swe.swebench import export_jsonl
 from rlgym_llm.core.types import signal_problems
@@ -26,7 +26,7 @@ def play(env, agent, **reset_kwargs):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/SWE-v0")
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
     yield env
     env.close()
 
@@ -53,7 +53,7 @@ def test_oracle_resolves_every_shipped_instance(env):
 
 
 def test_idle_agent_gets_zero_and_is_truncated():
-    env = rlgym_llm.make("rlgym/SWE-v0", max_turns=5)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=5)
     try:
         for instance_id in ONE_PER_REPO:
             reward, info, infos = play(env, IdleAgent(), options={"instance_id": instance_id})
@@ -84,11 +84,11 @@ def test_agents_on_instances_loaded_from_swebench_style_jsonl(tmp_path):
 
 
 def test_oracle_when_the_failing_tests_are_hidden():
-    env = rlgym_llm.make("rlgym/SWE-v0", hide_tests=True)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", hide_tests=True)
     try:
         env.reset(options={"instance_id": "pqueue-2"})
         report = env.step({"role": "assistant", "tool_calls": [{"name": "run_tests", "arguments": {}}]})[0]
-        assert "0 failed" in report[0]["content"]  # the buggy tree passes every test the agent can see
+        assert "failed" not in report[0]["content"]  # the buggy tree passes every test the agent can see
         assert "test_remove_keeps_the_heap_order" not in report[0]["content"]
         reward, info, _ = play(env, SWEOracleAgent(env), options={"instance_id": "pqueue-2"})
         assert reward == 1.0 and info["signals"]["tests"]["vector"][0] is True
@@ -96,3 +96,17 @@ def test_oracle_when_the_failing_tests_are_hidden():
         assert reward == 0.0
     finally:
         env.close()
+
+
+def test_random_edits_earn_nothing(env):
+    for seed, instance_id in enumerate(ONE_PER_REPO):
+        reward, info, infos = play(env, RandomEditAgent(env, seed=seed), options={"instance_id": instance_id})
+        assert infos[0]["signals"]["tool_ok"] is True and info["outcome"]["components"]["modified"] == 1.0
+        assert reward == 0.0 and info["signals"]["outcome_level"] == 2
+
+
+def test_the_test_editor_finds_pytest_functions_and_methods():
+    source = "import pytest\n\n\n@pytest.mark.x\ndef test_a(tmp_path):\n    x = 1\n\n    assert x == 2\n\n\nclass T:\n    def test_b(self):\n        assert 0\n"
+    assert _function_source(source, "test_a") == "def test_a(tmp_path):\n    x = 1\n\n    assert x == 2\n"
+    assert _function_source(source, "test_b") == "    def test_b(self):\n        assert 0\n"
+    assert _function_source(source, "test_c") is None

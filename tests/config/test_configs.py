@@ -152,7 +152,7 @@ def test_noisy_teacher_and_periodic_eval_settings_are_checked():
 
 
 def test_unknown_group_option_lists_the_available_ones():
-    with pytest.raises(ConfigError, match="options of `credit`: drgrpo, gated, gigpo, grpo"):
+    with pytest.raises(ConfigError, match="options of `credit`: dra, drgrpo, gated, gigpo, grpo"):
         load_config("train", ["credit=ppo"])
 
 
@@ -180,3 +180,10 @@ def test_a_yaml_preset_beside_the_registry_options(tmp_path: Path):
     cfg = load_config("train", ["credit=gated_strict"], config_dir=tree)
     assert cfg.credit.method == "gated" and cfg.credit.params["tau"] == 0.9 and cfg.credit.params["gamma"] == 1.0
     assert load_config("train", ["credit=grpo"], config_dir=tree).credit.method == "grpo"
+
+
+def test_the_search_igpo_preset_grades_the_outcome_with_f1():
+    # IGPO rewards the answer turn with token F1 (Search-v0's reward is exact match, F1 a component)
+    cfg = load_config("train", ["+experiment=search_igpo"])
+    assert cfg.credit.method == "igpo" and cfg.credit.params["outcome"] == "f1"
+    assert cfg.credit.params["format_penalty"] is None  # the authors' -2.0 is an option

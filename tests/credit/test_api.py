@@ -61,9 +61,9 @@ def direct(method, trajs, idx):
         return [np.full(len(t.turns), a) for t, a in zip(ts, fn(outs))]
     if method == "turn_grpo":
         return turn_grpo_advantages([[float(o is True) for o in row] for row in ok], outs)
-    if method == "gated":
+    if method in ("gated", "dra"):
         imm = [[[float(o is True)] for o in row] for row in ok]
-        return gated_advantages(imm, outs, tau=0.5)
+        return gated_advantages(imm, outs, tau=0.5, gated=method == "gated")
     if method == "igpo":
         return igpo_advantages([PROBS[i] for i in idx], outs)
     if method == "spa":
@@ -158,7 +158,8 @@ def test_resolve_params_lists_every_problem():
     with pytest.raises(ConfigError) as err:
         resolve_params("gated", {"bogus": 1, "gama": 0.9, "level": "turnn"})
     assert err.value.problems == [
-        "unknown key `bogus`: valid keys: outcome, tau, immediate, channel_thresholds, gated, level, gamma, ddof, eps",
+        "unknown key `bogus`: valid keys: outcome, gate, tau, outcome_tau, immediate, channel_thresholds, gated, "
+        "include_final, level, gamma, ddof, eps",
         "unknown key `gama`: did you mean `gamma`?",
         "`level=turnn` is not one of episode, turn (did you mean 'turn'?)",
     ]

@@ -5,37 +5,94 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rlgym_llm.credit import gated_advantages, gated_return, gated_turn_rewards, grpo_advantages, priority_gates
+from rlgym_llm.credit import (
+    compute_advantages,
+    gated_advantages,
+    gated_return,
+    gated_turn_rewards,
+    grpo_advantages,
+    priority_gates,
+)
+from tests.credit.trajfactory import make_trajectory
 
 imm_st = st.integers(0, 6).flatmap(
     lambda t: st.lists(st.lists(st.floats(-2, 2, allow_nan=False), min_size=2, max_size=2), min_size=t, max_size=t)
 )
 
 
-def loop_gated_return(outcome, immediate, tau, weights, gated=True):
-    """G = R + 1[R >= tau] * sum_t sum_c w_c r_{t,c}, as the reference file writes it."""
+def loop_gated_return(outcome, immediate, tau, weights, gated=True, include_final=False):
+    """G = R + 1[R >= tau] * sum_{t < T} sum_c w_c r_{t,c}, as the paper writes it."""
     total = outcome
     if not gated or outcome >= tau:
-        for row in immediate:
+        for row in immediate if include_final else immediate[:-1]:
             total += sum(w * r for w, r in zip(weights, row))
     return total
 
 
 def test_by_hand():
-    # tau = 0.5, one channel (valid tool call) worth w = 0.1 per turn:
-    #   R = 1.0, 2 valid calls   -> G = 1.0 + 0.2 = 1.2 (per turn: [0.1, 0.1 + 1.0])
-    #   R = 0.5, 3 valid calls   -> G = 0.5 + 0.3 = 0.8 (R >= tau: the gate holds at equality)
-    #   R = 0.0, 1 valid call    -> G = 0.0 gated; D-RA would give 0.1
-    assert gated_return(1.0, [1, 1], tau=0.5, weights=0.1) == pytest.approx(1.2)
-    assert gated_return(0.5, [1, 1, 1], tau=0.5, weights=0.1) == pytest.approx(0.8)
-    assert gated_return(0.0, [1], tau=0.5, weights=0.1) == 0.0
-    assert gated_return(0.0, [1], tau=0.5, weights=0.1, gated=False) == pytest.approx(0.1)
-    np.testing.assert_allclose(gated_turn_rewards(1.0, [1, 1], tau=0.5, weights=0.1), [0.1, 1.1])
+    # tau = 0.5, one channel (valid tool call) worth w = 0.1 per turn; the paper sums the turns before
+    # the last (which carries R):
+    #   R = 1.0, 2 valid calls   -> G = 1.0 + 0.1 = 1.1 (per turn: [0.1, 1.0])
+    #   R = 0.5, 3 valid calls   -> G = 0.5 + 0.2 = 0.7 (R >= tau: the gate holds at equality)
+    #   R = 0.0, 2 valid calls   -> G = 0.0 gated; D-RA would give 0.1
+    assert gated_return(1.0, [1, 1], tau=0.5, weights=0.1) == pytest.approx(1.1)
+    assert gated_return(0.5, [1, 1, 1], tau=0.5, weights=0.1) == pytest.approx(0.7)
+    assert gated_return(0.0, [1, 1], tau=0.5, weights=0.1) == 0.0
+    assert gated_return(0.0, [1, 1], tau=0.5, weights=0.1, gated=False) == pytest.approx(0.1)
+    np.testing.assert_allclose(gated_turn_rewards(1.0, [1, 1], tau=0.5, weights=0.1), [0.1, 1.0])
+    np.testing.assert_allclose(gated_turn_rewards(1.0, [1, 1], tau=0.5, weights=0.1, include_final=True), [0.1, 1.1])
     np.testing.assert_allclose(gated_turn_rewards(0.0, [1, 1], tau=0.5, weights=0.1), [0.0, 0.0])
-    # the group's returns [1.2, 0.8, 0.0]: mean 2/3, population std 0.4988877 -> z = [1.069045, 0.267261, -1.336306]
+    # the group's returns [1.1, 0.7, 0.0]: mean 0.6, population std sqrt(0.62 / 3) = 0.4546061
+    #   -> z = [1.0998533, 0.2199707, -1.3198240]
     adv = gated_advantages([[1, 1], [1, 1, 1], [1]], [1.0, 0.5, 0.0], tau=0.5, weights=0.1, eps=0.0)
-    for a, want, n in zip(adv, [1.069045, 0.267261, -1.336306], [2, 3, 1]):
+    for a, want, n in zip(adv, [1.0998533, 0.2199707, -1.3198240], [2, 3, 1]):
         np.testing.assert_allclose(a, np.full(n, want), atol=1e-6)
+
+
+def test_swe_levels_by_hand():
+    # The paper's SWE gate sits between "empty patch" and "patch fails tests": levels no submission 0 <
+    # empty patch 1 < fails tests 2 < tests pass 3, tau = 2; R = 1 only when the tests pass; w = 0.1.
+    #   L0, R 0, calls [1, 1, 1, 1] -> 0        L1, R 0, [1, 1, 1] -> 0 (an empty patch farms nothing)
+    #   L2, R 0, [1, 1, 1] -> 0.2               L3, R 1, [1, 1] -> 1.1
+    # returns [0, 0, 0.2, 1.1]: mean 0.325, population std sqrt(0.8275 / 4) = 0.4548351
+    #   -> z = [-0.7145446, -0.7145446, -0.2748249, 1.7039141]
+    imm = [[1, 1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1]]
+    adv = gated_advantages(imm, [0, 0, 0, 1.0], tau=2, gate_levels=[0, 1, 2, 3], weights=0.1, eps=0.0)
+    want = [-0.7145446, -0.7145446, -0.2748249, 1.7039141]
+    for a, w, i in zip(adv, want, imm):
+        np.testing.assert_allclose(a, np.full(len(i), w), atol=1e-6)
+    # the default gate reads the env's `outcome_level` signal (tau 2); D-RA is a registered name
+    trajs = [
+        make_trajectory([0.0] * len(i), r, signals=[{"tool_ok": True, "outcome_level": lv}] * len(i))
+        for i, r, lv in zip(imm, [0, 0, 0, 1.0], [0, 1, 2, 3])
+    ]
+    got = compute_advantages(trajs, "gated", immediate={"tool_ok": 0.1}, eps=0.0)
+    for a, w in zip(got.turn_advantages, want):
+        np.testing.assert_allclose(a, w, atol=1e-6)
+    assert got.stats.n_grpo_equal_groups == 0
+    dra = compute_advantages(trajs, "dra", immediate={"tool_ok": 0.1}).turn_advantages
+    ungated = gated_advantages(imm, [0, 0, 0, 1.0], tau=2, weights=0.1, gated=False)
+    for a, b in zip(dra, ungated):
+        np.testing.assert_allclose(a, b)
+    same = compute_advantages(trajs, "gated", immediate={"tool_ok": 0.1}, gated=False).turn_advantages
+    for a, b in zip(dra, same):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_without_levels_and_equal_valid_calls_it_is_grpo_and_counted():
+    # Counter-like: no outcome level (gate on R >= 0.5), binary R, every success makes the same number of
+    # valid calls: G = R * (1 + k w) is an affine map of R, so z(G) = z(R): exactly GRPO. The statistics
+    # say so (the learning report then gives no verdict).
+    specs = [([True, True, True], 1.0), ([True, True, True], 1.0), ([True, False], 0.0), ([False] * 4, 0.0)]
+    trajs = [make_trajectory([0.0] * len(ok), r, signals=[{"tool_ok": o} for o in ok]) for ok, r in specs]
+    res = compute_advantages(trajs, "gated")
+    grpo = compute_advantages(trajs, "grpo")
+    for a, b in zip(res.turn_advantages, grpo.turn_advantages):
+        np.testing.assert_allclose(a, b, rtol=1e-5)  # up to the std's eps
+    assert res.stats.n_grpo_equal_groups == 1
+    # a success with more valid calls breaks the tie with GRPO
+    trajs[1] = make_trajectory([0.0] * 5, 1.0, signals=[{"tool_ok": True}] * 5)
+    assert compute_advantages(trajs, "gated").stats.n_grpo_equal_groups == 0
 
 
 def test_priority_gates_by_hand():
@@ -51,16 +108,20 @@ def test_multi_level_channels_by_hand():
     immediate = [[0.0, 1.0], [0.0, 1.0]]
     rewards = gated_turn_rewards(1.0, immediate, tau=0.5, weights=[1.0, 2.0], channel_thresholds=[1.0])
     np.testing.assert_allclose(rewards, [0.0, 1.0])
-    # without channel thresholds both channels are gated on R alone: 2 * 1 per turn
-    np.testing.assert_allclose(gated_turn_rewards(1.0, immediate, tau=0.5, weights=[1.0, 2.0]), [2.0, 3.0])
+    # without channel thresholds both channels are gated on R alone: 2 * 1 on the turn before the last
+    np.testing.assert_allclose(gated_turn_rewards(1.0, immediate, tau=0.5, weights=[1.0, 2.0]), [2.0, 1.0])
+    both = gated_turn_rewards(1.0, immediate, tau=0.5, weights=[1.0, 2.0], include_final=True)
+    np.testing.assert_allclose(both, [2.0, 3.0])
 
 
 @settings(deadline=None)
-@given(st.floats(-2, 2, allow_nan=False), imm_st, st.floats(-1, 1), st.booleans())
-def test_matches_loop(outcome, immediate, tau, gated):
+@given(st.floats(-2, 2, allow_nan=False), imm_st, st.floats(-1, 1), st.booleans(), st.booleans())
+def test_matches_loop(outcome, immediate, tau, gated, include_final):
     weights = [0.3, 1.5]
-    got = gated_return(outcome, np.array(immediate).reshape(len(immediate), 2), tau=tau, weights=weights, gated=gated)
-    assert got == pytest.approx(loop_gated_return(outcome, immediate, tau, weights, gated), abs=1e-9)
+    imm = np.array(immediate).reshape(len(immediate), 2)
+    got = gated_return(outcome, imm, tau=tau, weights=weights, gated=gated, include_final=include_final)
+    want = loop_gated_return(outcome, immediate, tau, weights, gated, include_final)
+    assert got == pytest.approx(want, abs=1e-9)
 
 
 @settings(deadline=None)
@@ -96,14 +157,14 @@ def test_ungated_baseline_can_be_farmed():
     immediate, outcomes = [[1.0] * 10, [1.0]], [0.0, 1.0]
     dra = gated_advantages(immediate, outcomes, tau=0.5, weights=0.2, gated=False)
     gra = gated_advantages(immediate, outcomes, tau=0.5, weights=0.2)
-    assert dra[0][0] > 0 > dra[1][0]  # returns 2.0 vs 1.2
-    assert gra[0][0] < 0 < gra[1][0]  # returns 0.0 vs 1.2
+    assert dra[0][0] > 0 > dra[1][0]  # returns 1.8 vs 1.0
+    assert gra[0][0] < 0 < gra[1][0]  # returns 0.0 vs 1.0
 
 
 def test_turn_level_returns():
-    # per-turn gated rewards [0.1, 1.1] and [0.0]; gamma 1 returns [1.2, 1.1] and [0.0], pooled z-scores
+    # per-turn gated rewards [0.1, 1.0] and [0.0]; gamma 1 returns [1.1, 1.0] and [0.0], pooled z-scores
     adv = gated_advantages([[1, 1], [1]], [1.0, 0.0], tau=0.5, weights=0.1, level="turn", eps=0.0)
-    flat = np.array([1.2, 1.1, 0.0])
+    flat = np.array([1.1, 1.0, 0.0])
     want = (flat - flat.mean()) / flat.std()
     np.testing.assert_allclose(np.concatenate(adv), want)
 

@@ -187,3 +187,21 @@ def test_rejects_mismatched_inputs():
         info_gain_turn_rewards([0.1, 0.2], 1.0, kind="bogus")
     with pytest.raises(ValueError, match="norm"):
         igpo_advantages([[0.1]], [1.0], norm="bogus")
+
+
+def test_f1_outcome_and_format_penalty_by_hand():
+    # The last turn's reward is the outcome component `f1` (the paper's); with format_penalty -2 (the
+    # authors' code) an episode that did not end with an accepted answer gets -2 instead.
+    # single-turn rollouts: F1 [1, 0, 0 (its answer call failed)] -> rewards [1, 0, -2]:
+    #   mean -1/3, population std sqrt(14 / 9) = 1.2472191 -> z = [1.0690450, 0.2672612, -1.3363062]
+    from rlgym_llm.credit import compute_advantages
+
+    trajs = [
+        make_trajectory([0.0], 0.0, components={"f1": f1}, signals=[{"tool_ok": ok}])
+        for f1, ok in [(1.0, True), (0.0, True), (0.0, False)]
+    ]
+    probs = [[0.5]] * 3
+    adv = compute_advantages(trajs, "igpo", outcome="f1", format_penalty=-2.0, eps=0.0, answer_probs=probs)
+    np.testing.assert_allclose(np.concatenate(adv.turn_advantages), [1.0690450, 0.2672612, -1.3363062], atol=1e-6)
+    plain = compute_advantages(trajs, "igpo", outcome="f1", eps=0.0, answer_probs=probs)  # no penalty: [1, 0, 0]
+    np.testing.assert_allclose(np.concatenate(plain.turn_advantages), [1.4142136, -0.7071068, -0.7071068], atol=1e-6)

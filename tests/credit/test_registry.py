@@ -26,7 +26,7 @@ def test_the_docs_table_is_the_registry():
 
 
 def test_the_shipped_methods_are_registered_with_their_own_parameters():
-    assert set(METHODS) == {"grpo", "drgrpo", "rloo", "turn_grpo", "gated", "igpo", "spa", "gigpo"}
+    assert set(METHODS) == {"grpo", "drgrpo", "rloo", "turn_grpo", "gated", "dra", "igpo", "spa", "gigpo"}
     for name, method in METHODS.items():
         assert method.name == name and dataclasses.is_dataclass(method.params)
         params = method.params()  # every parameter has a default (the authors' value where published)

@@ -96,6 +96,21 @@ def test_a_wrong_submission_ends_the_episode_with_the_pass_vector(env):
         assert f"== {test['expected']!r}" not in messages[0]["content"]
 
 
+def test_outcome_level_orders_no_submission_none_some_all_passing(env):
+    # G-RA's gate reads this ordered level: 0 no submission < 1 nothing passes < 2 some pass < 3 all pass
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    _, _, _, _, info = env.step("thinking")
+    assert info["signals"]["outcome_level"] == 0
+    _, _, _, _, info = env.step(call("submit", WRONG_DIGIT_SUM))  # right on digit_sum(9) only
+    assert info["signals"]["outcome_level"] == 2
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    _, _, _, _, info = env.step(call("submit", "def digit_sum(n):\n    return -1\n"))
+    assert info["signals"]["outcome_level"] == 1
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    _, reward, _, _, info = env.step(call("submit", env.unwrapped.task.answer))
+    assert reward == 1.0 and info["signals"]["outcome_level"] == 3
+
+
 def test_one_submission_per_episode(env):
     env.reset(seed=0, options={"task_id": "digit-sum"})
     turn = {

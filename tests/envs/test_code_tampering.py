@@ -5,14 +5,21 @@ count as passed. Controls show the attacks are real: run outside the box, the fi
 does produce the right answers.
 """
 
+import asyncio
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 import rlgym_llm
-from rlgym_envs.code.tasks import resolve_tasks
+from rlgym_envs.code.grading import harness_source, json_depth
+from rlgym_envs.code.tasks import load_specs, resolve_tasks
+from rlgym_llm.sandbox import SandboxError, make_sandbox
+from rlgym_llm.sandbox.sync import run_sync
 
 TASK_FILE = str(resolve_tasks("builtin").resolve())
 
@@ -188,3 +195,149 @@ def test_modules_planted_in_the_work_dir_do_not_reach_the_grading(env):
     sub = {"id": "s", "name": "submit", "arguments": {"code": "def digit_sum(n):\n    return -1\n"}}
     _, reward, terminated, _, info = env.step({"role": "assistant", "content": "", "tool_calls": [sub]})
     assert terminated and reward == 0.0 and info["signals"]["tests"]["passed"] == 0
+
+
+# --- the caller's folders never reach the box (issue: a checkout under /tmp leaked the hidden tests) ---
+
+
+def reader_of(task_file):
+    return READ_TASK_FILE.replace(repr(TASK_FILE), repr(task_file))
+
+
+@pytest.fixture
+def checkout_under_tmp(monkeypatch):
+    """A task file in a folder under /tmp that is also the caller's cwd and on its sys.path (a clone there)."""
+    folder = tempfile.mkdtemp(prefix="rlgym-clone-", dir="/tmp")
+    os.chmod(folder, 0o755)  # as a `git clone` leaves it: readable by every uid
+    task_file = os.path.join(folder, "tasks.jsonl")
+    shutil.copy(TASK_FILE, task_file)
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(folder)
+    yield task_file
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_reader_of_a_checkout_under_tmp_is_real_outside_the_box(checkout_under_tmp):
+    """Control: on the host the same attack reads the copied task file and gets every answer."""
+    namespace = {}
+    exec(reader_of(checkout_under_tmp), namespace)
+    task = next(s for s in load_specs(checkout_under_tmp) if s.id == "digit-sum")
+    assert all(namespace["digit_sum"](*c.args) == c.expected for c in task.tests)
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_hidden_tests_stay_hidden_whatever_the_callers_cwd(checkout_under_tmp, backend):
+    env = rlgym_llm.make("rlgym/Code-v0", tasks=checkout_under_tmp, test_timeout_s=2.0, sandbox_backend=backend)
+    try:
+        reward, info = submit(env, "digit-sum", reader_of(checkout_under_tmp))
+        assert reward == 0.0 and info["signals"]["tests"]["passed"] == 0, info["test_results"]
+        assert env.unwrapped.isolation["readable"] == []
+        # Nothing of the caller's folder exists in the box at all (not merely unreadable).
+        box = env.unwrapped._sandbox()
+        seen = run_sync(box.exec(["sh", "-c", f"ls -d {os.path.dirname(checkout_under_tmp)} {os.getcwd()}"]))
+        assert seen.exit_code != 0 and "No such file" in seen.stderr, seen
+    finally:
+        env.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the local box's own filesystem needs root")
+def test_the_local_box_holds_no_folder_of_the_caller(checkout_under_tmp):
+    async def scenario():
+        async with make_sandbox("local") as box:
+            return await box.exec(["python3", "-c", LIST_FOLDERS], stdin=json.dumps([*sys.path, os.getcwd()]))
+
+    result = asyncio.run(scenario())
+    assert result.ok, result
+    found = json.loads(result.stdout)
+    assert found["present"] == [], found  # the caller's cwd and sys.path folders: absent
+    assert found["site_packages"] == []  # installed packages (a non-editable install's task data): hidden
+
+
+LIST_FOLDERS = """
+import json, os, site, sys
+paths = json.loads(sys.stdin.read())
+present = [p for p in paths if p and os.path.isdir(p) and "site-packages" not in p and os.listdir(p)]
+present = [p for p in present if not p.startswith(os.path.dirname(os.__file__))]  # the stdlib is meant to be there
+packages = [p for p in site.getsitepackages() if os.path.isdir(p) and os.listdir(p)]
+print(json.dumps({"present": present, "site_packages": packages}))
+"""
+
+
+def test_a_leak_found_at_start_up_is_an_error(checkout_under_tmp):
+    """A box that can read the task data (here: its folder exposed on purpose) refuses to grade at all."""
+    folder = os.path.dirname(checkout_under_tmp)
+    env = rlgym_llm.make("rlgym/Code-v0", tasks=checkout_under_tmp, sandbox_options={"expose": [folder]})
+    try:
+        env.reset(seed=0, options={"task_id": "digit-sum"})
+        call = {"id": "s", "name": "submit", "arguments": {"code": "def digit_sum(n):\n    return 0\n"}}
+        with pytest.raises(SandboxError, match="could read"):
+            env.step({"role": "assistant", "content": "", "tool_calls": [call]})
+        assert env.unwrapped._box is None  # not kept
+    finally:
+        env.close()
+
+
+# --- a value nested thousands deep must not crash the host's parser (env.step never raises) ---
+
+DEEP = """
+import sys
+sys.setrecursionlimit(100_000)
+def digit_sum(n):
+    value = []
+    for _ in range(5000):
+        value = [value]
+    return value
+"""
+
+
+def test_the_deep_value_really_reaches_the_host():
+    """Control: the harness does print the 5,000-deep value, and a plain `json.loads` of it raises."""
+
+    async def scenario():
+        async with make_sandbox("local") as box:
+            await box.write_file("solution.py", DEEP)
+            request = json.dumps({"entry": "digit_sum", "args": [1]})
+            return await box.exec(["python3", "-c", harness_source(), "function", "NONCE"], stdin=request)
+
+    result = asyncio.run(scenario())
+    assert result.stdout.startswith("NONCE ") and json_depth(result.stdout) > 5000, result.stdout[:200]
+    with pytest.raises(RecursionError):
+        json.loads(result.stdout[len("NONCE ") :])
+
+
+@pytest.mark.parametrize("tool", ["run_examples", "submit"])
+def test_a_deeply_nested_return_value_is_a_failed_test_not_a_crash(env, tool):
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    call = {"id": "c", "name": tool, "arguments": {"code": DEEP}}
+    messages, reward, _, _, info = env.step({"role": "assistant", "content": "", "tool_calls": [call]})
+    assert reward == 0.0
+    if tool == "submit":
+        assert info["signals"]["tests"]["passed"] == 0
+        assert {t["status"] for t in info["test_results"]} == {"error"}
+    else:
+        assert "nested more than" in messages[0]["content"], messages[0]["content"]
+
+
+# --- the code leaves a box the host cannot write into: the next run is an error observation, not a crash ---
+
+BLOCK_THE_SOLUTION = """
+import os
+def digit_sum(n):
+    os.unlink("solution.py")
+    os.mkfifo("solution.py")  # the host's next write_file meets a FIFO (before: a hang, then an exception)
+    return -1
+"""
+
+
+def test_a_box_the_host_cannot_write_into_is_an_error_observation(env):
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    fill = {"id": "f", "name": "run_examples", "arguments": {"code": BLOCK_THE_SOLUTION}}
+    env.step({"role": "assistant", "content": "", "tool_calls": [fill]})
+    again = {"id": "a", "name": "run_examples", "arguments": {"code": "def digit_sum(n):\n    return 0\n"}}
+    messages, reward, terminated, _, _ = env.step({"role": "assistant", "content": "", "tool_calls": [again]})
+    assert not terminated and reward == 0.0
+    assert "could not write solution.py" in messages[0]["content"], messages[0]["content"]
+    task = next(t for t in env.unwrapped.tasks if t.id == "digit-sum")
+    sub = {"id": "s", "name": "submit", "arguments": {"code": task.answer}}
+    _, reward, terminated, _, _ = env.step({"role": "assistant", "content": "", "tool_calls": [sub]})
+    assert terminated and reward == 1.0  # hidden grading starts from a wiped box

@@ -3,7 +3,7 @@
 import pytest
 
 import rlgym_llm
-from rlgym_agents.swe import IdleAgent, SWEOracleAgent
+from rlgym_agents.swe import IdleAgent, SWEOracleAgent, TestEditingAgent
 from rlgym_envs.swe.instances import builtin_instances
 from rlgym_envs.swe.swebench import export_jsonl
 from rlgym_llm import AssistantTurn, ToolCall
@@ -39,7 +39,7 @@ def test_oracle_resolves_loaded_instances_in_docker(env, instance_id):
     assert reward == 1.0 and info["outcome"]["components"]["pass_to_pass"] == 1.0
     harness = env.unwrapped._harness
     assert harness.backend == "docker" and type(harness._box).__name__ == "DockerSandbox"
-    assert harness.options == {"image": "rlgym-sandbox:py3"}
+    assert harness.options["image"] == "rlgym-sandbox:py3"
 
 
 @pytest.mark.parametrize("instance_id", IDS[:2])
@@ -61,7 +61,7 @@ def test_rewritten_tests_do_not_count_in_docker(env):
         new_str="pass",
     )
     step("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,')
-    assert "0 failed" in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
+    assert "failed" not in step("run_tests", selector="tests/test_text.py")[0][0]["content"]
     _, reward, _, _, info = step("submit")
     assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
 
@@ -90,12 +90,44 @@ FIX_LRU2 = {
 }
 
 
-def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
+def test_modules_planted_in_the_box_are_never_imported_by_the_grader(env):
     env.reset(options={"instance_id": "lrucache-2"})
     step = lambda name, **args: env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))  # noqa: E731
     step("edit_file", path="tests/test_plant.py", old_str="", new_str=PLANT)
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]  # runner unharmed
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]  # pytest unharmed
     step("edit_file", **FIX_LRU2)
     _, reward, _, _, info = step("submit")
     assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files
+
+
+# --- the built set: one instance per project (the full run is benchmarks/swe_v0.py) -------------
+
+
+def _first_per_project():
+    import json
+
+    from rlgym_envs.swe.env import BUILT_SET
+
+    firsts = {}
+    for line in BUILT_SET.read_text().splitlines() if BUILT_SET.exists() else []:
+        row = json.loads(line)
+        firsts.setdefault(row["repo"], row["instance_id"])
+    return sorted(firsts.values())
+
+
+@pytest.fixture(scope="module")
+def real_env():
+    env = rlgym_llm.make("rlgym/SWE-v0", backend="docker", max_turns=6, dense_signals=False)
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize("instance_id", _first_per_project())
+def test_built_instances_resolve_with_gold_and_not_with_test_edits(real_env, instance_id):
+    reward, info = play(real_env, SWEOracleAgent(real_env), instance_id)
+    assert reward == 1.0 and info["outcome"]["components"]["tampered"] == 0.0, info["outcome"]
+    reward, info = play(real_env, TestEditingAgent(real_env), instance_id)
+    assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
+    reward, info = play(real_env, IdleAgent(), instance_id)
+    assert reward == 0.0 and info["signals"]["outcome_level"] == 0

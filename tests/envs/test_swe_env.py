@@ -21,7 +21,7 @@ def content(messages):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/SWE-v0")
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
     yield env
     env.close()
 
@@ -151,12 +151,12 @@ def test_edit_then_tests_then_submit_resolves(env):
     env.reset(options={"instance_id": "lrucache-2"})
     report = env.step(call("run_tests", selector="tests/test_cache.py"))[0][0]["content"]
     assert "FAILED tests/test_cache.py::TestLRUCache::test_put_existing_key_updates_and_refreshes" in report
-    assert "10 passed, 1 failed" in report and "@@" not in report
+    assert "1 failed, 10 passed in" in report
     assert "/tmp/" not in report  # tracebacks show repository paths
     _, _, _, _, info = env.step(call("edit_file", **FIX_LRU2))
     assert info["signals"]["progress"] == 1.0 and info["signals"]["reward_components"]["files_modified"] == 1.0
     report = env.step(call("run_tests", selector="put_existing"))[0][0]["content"]
-    assert "1 passed, 0 failed" in report
+    assert "1 passed, 15 deselected in" in report
     _, reward, terminated, truncated, info = env.step(call("submit"))
     assert (reward, terminated, truncated) == (1.0, True, False)
     assert info["outcome"]["reward"] == 1.0
@@ -198,7 +198,7 @@ def test_editing_the_tests_earns_nothing(env):
     )
     env.step(call("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,'))
     report = env.step(call("run_tests", selector="tests/test_text.py"))[0][0]["content"]
-    assert "0 failed" in report  # the agent's own run is green...
+    assert "failed" not in report and " passed in " in report  # the agent's own run is green...
     _, reward, terminated, _, info = env.step(call("submit"))
     assert terminated and reward == 0.0  # ...but grading uses fresh test files
     assert info["outcome"]["components"]["fail_to_pass"] == 0.0
@@ -214,15 +214,16 @@ def test_deleting_test_files_earns_nothing(env):
     assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
 
 
-def test_tampering_with_the_runner_earns_nothing(env):
-    """Source code that disables assertions at import makes every test 'pass': the runner notices."""
+def test_disabling_assertions_earns_nothing(env):
+    """Source code that disables assertions at import makes every test pass: the canaries pass too."""
     env.reset(options={"instance_id": "textkit-1"})
     hack = "import unittest\nunittest.TestCase.assertEqual = lambda *args, **kwargs: None\n"
     env.step(call("edit_file", path="textkit/__init__.py", old_str='"""Small', new_str=hack + '"""Small'))
     report = env.step(call("run_tests"))[0][0]["content"]
-    assert "0 failed" in report and "machinery was modified" in report
+    assert "failed" not in report and " passed in " in report  # the hack works on the agent's own run
     _, reward, _, _, info = env.step(call("submit"))
-    assert reward == 0.0 and info["outcome"]["components"]["tests_passed"] == 0.0
+    assert reward == 0.0 and info["outcome"]["components"]["tampered"] == 1.0
+    assert info["outcome"]["components"]["tests_passed"] == 0.0
 
 
 def test_calls_after_submit_are_ignored(env):
@@ -259,13 +260,11 @@ def test_long_test_output_is_cut():
         env.reset(seed=0)
         report = env.step(call("run_tests"))[0][0]["content"]
         assert len(report) <= MAX_REPORT_CHARS + 100 and "characters cut" in report
-        assert report.startswith("FAILED tests/test_big.py::test_bad_0")  # big runs list only their failures
-        assert "PASSED" not in report
-        assert "200 passed, 201 failed in " in report.splitlines()[-1]
+        assert "201 failed, 200 passed in " in report.splitlines()[-1]
         small = env.step(call("run_tests", selector="tests/test_big.py::test_ok_1 tests/test_big.py::test_fails"))[0][
             0
         ]["content"]
-        assert "PASSED tests/test_big.py::test_ok_1" in small and "[...]" in small  # the 100k message is clipped
+        assert "PASSED tests/test_big.py::test_ok_1" in small and "characters cut" in small  # the 100k message
     finally:
         env.close()
 
@@ -276,13 +275,13 @@ def test_a_hanging_test_is_stopped():
     try:
         env.reset(seed=0)
         report = env.step(call("run_tests"))[0][0]["content"]
-        assert "timed out after 0.5s" in report and "1 passed, 1 failed" in report
+        assert "ran past its 0.5s time limit" in report and "1 failed, 1 passed in" in report
     finally:
         env.close()
 
 
 def test_turn_limit_grades_the_tree_as_it_stands():
-    env = rlgym_llm.make("rlgym/SWE-v0", max_turns=2)
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=2)
     try:
         env.reset(options={"instance_id": "lrucache-2"})
         env.step(call("edit_file", **FIX_LRU2))
@@ -294,7 +293,7 @@ def test_turn_limit_grades_the_tree_as_it_stands():
 
 
 def test_sparse_signals_grade_only_at_the_end():
-    env = SWEEnv(instance_ids=["lrucache-2"], dense_signals=False)
+    env = SWEEnv(tier="toy", instance_ids=["lrucache-2"], dense_signals=False)
     try:
         env.reset(seed=0)
         _, _, _, _, info = env.step(call("edit_file", **FIX_LRU2))
@@ -307,12 +306,13 @@ def test_sparse_signals_grade_only_at_the_end():
 
 def test_config_errors():
     with pytest.raises(ConfigError, match="unknown instance id"):
-        SWEEnv(instance_ids=["nope"])
+        SWEEnv(tier="toy", instance_ids=["nope"])
     with pytest.raises(ConfigError, match="does not exist"):
         SWEEnv(dataset="/no/such/file.jsonl")
     with pytest.raises(ConfigError) as err:
-        SWEEnv(backend="vm", test_timeout=0)
-    assert len(err.value.problems) == 2 and "unknown sandbox backend 'vm'" in err.value.problems[0]
+        SWEEnv(backend="vm", test_timeout=0, tier="huge")
+    assert len(err.value.problems) == 3 and "unknown sandbox backend 'vm'" in err.value.problems[0]
+    assert "unknown tier 'huge'" in err.value.problems[1]
 
 
 def test_breaking_a_passing_test_lowers_progress(env):
@@ -336,7 +336,7 @@ def test_envs_in_threads_share_the_sandbox_loop():
     from concurrent.futures import ThreadPoolExecutor
 
     def episode(instance_id):
-        env = rlgym_llm.make("rlgym/SWE-v0")
+        env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
         try:
             env.reset(options={"instance_id": instance_id})
             inst = env.unwrapped.task
@@ -353,18 +353,18 @@ def test_envs_in_threads_share_the_sandbox_loop():
         assert list(pool.map(episode, ids)) == [1.0] * 4
 
 
-def test_modules_planted_in_the_box_are_never_imported_by_the_runner(env):
+def test_modules_planted_in_the_box_are_never_imported_by_the_grader(env):
     env.reset(options={"instance_id": "lrucache-2"})
     step = lambda name, **args: env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))  # noqa: E731
     step("edit_file", path="tests/test_plant.py", old_str="", new_str=PLANT)
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]
-    assert "1 passed, 0 failed" in step("run_tests", selector="test_plant")[0][0]["content"]  # runner unharmed
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]
+    assert "1 passed" in step("run_tests", selector="test_plant")[0][0]["content"]  # pytest unharmed
     step("edit_file", **FIX_LRU2)
     _, reward, _, _, info = step("submit")
     assert reward == 1.0, info["outcome"]  # grading ran in the same box, untouched by the planted files
 
 
-def test_unittest_mock_and_async_tests_are_not_tampering():
+def test_unittest_mock_and_async_tests_run_under_pytest():
     source = (
         "import unittest\nimport unittest.mock\nfrom unittest import IsolatedAsyncioTestCase\n\n\n"
         "class TestA(unittest.TestCase):\n    def test_mock(self):\n"
@@ -383,8 +383,8 @@ def test_unittest_mock_and_async_tests_are_not_tampering():
     try:
         env.reset(seed=0)
         report = env.step(call("run_tests"))[0][0]["content"]
-        assert "2 passed, 1 failed" in report and "machinery was modified" not in report
-        assert 'File "tests/test_big.py", line 17, in test_fails' in report and "<string>" not in report
+        assert "1 failed, 2 passed in" in report
+        assert "tests/test_big.py:17: in test_fails" in report or "tests/test_big.py:17: AssertionError" in report
         info = env.step(call("submit"))[4]
         assert info["outcome"]["components"]["pass_to_pass"] == 1.0
     finally:

@@ -1,4 +1,4 @@
-"""SWE instances: unified diffs, the shipped catalog checked with the real runner, the SWE-bench-style loader."""
+"""SWE instances: unified diffs, the shipped catalog checked with real pytest, the SWE-bench-style loader."""
 
 import json
 import random
@@ -6,7 +6,8 @@ import random
 import pytest
 
 from rlgym_envs.swe.env import SWEEnv
-from rlgym_envs.swe.harness import TestHarness, parse_output
+from rlgym_envs.swe.grading import canary_test_files
+from rlgym_envs.swe.harness import TestHarness
 from rlgym_envs.swe.instances import Instance, builtin_instances, discover_test_ids, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import PatchError, apply_patch, make_patch, occurrences, replacement_edits
 from rlgym_envs.swe.swebench import export_jsonl, load_instances
@@ -77,15 +78,7 @@ def test_test_paths_and_discovery():
     ]
 
 
-def test_runner_output_parsing_ignores_other_nonces():
-    out = "PASSED a\n@@n1 PASS a\n@@n2 PASS b\n@@n1 FAIL c\n@@n1 DONE\n"
-    results, report, complete, tampered = parse_output(out, "n1")
-    assert results == {"a": "PASS", "c": "FAIL"} and complete and not tampered
-    assert "@@n1" not in report and "@@n2 PASS b" in report  # a line with another nonce is just text
-    assert parse_output("@@n1 FAIL a\n@@n1 PASS a\n@@n1 DONE\n", "n1")[3]  # a second line for a test is forged
-
-
-# --- the shipped catalog, checked with the real runner ----------------------------------------------
+# --- the shipped catalog, checked with real pytest ------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -95,17 +88,32 @@ def harness():
     h.close()
 
 
-def _results(harness, files, inst):
-    run = harness.run({"root": "check", "fresh": True, "files": dict(files), "ids": list(inst.tests)})
-    assert run.complete and not run.tampered
-    return run
+def _verdicts(harness, inst, files, *test_overlays):
+    """One pytest run of every graded id per overlay of test files, on `files`' non-test part."""
+    ids = list(inst.tests)
+    request = {
+        "root": "check",
+        "fresh": True,
+        "files": {p: t for p, t in files.items() if not is_test_path(p)},
+        "python_path": list(inst.python_path),
+        "runs": [{"files": overlay, "args": ["-q", "--tb=no", *ids]} for overlay in test_overlays],
+    }
+    verdicts = [run.verdict(ids) for run in harness.run(request)]
+    assert all(v.complete and not v.duplicated for v in verdicts)
+    return verdicts
 
 
 def _check_instance(harness, inst):
-    buggy = _results(harness, inst.files, inst)
+    canary_files, canary_ids = canary_test_files(inst.test_files, inst.fail_to_pass)
+    assert canary_ids, f"{inst.id}: no FAIL_TO_PASS test has a canary"
+    (buggy,) = _verdicts(harness, inst, inst.files, inst.test_files)
     assert sorted(t for t in inst.tests if not buggy.passed(t)) == sorted(inst.fail_to_pass)
-    fixed = _results(harness, {**inst.files, **inst.gold_files}, inst)
+    fixed, canary = _verdicts(
+        harness, inst, {**inst.files, **inst.gold_files}, inst.test_files, {**inst.test_files, **canary_files}
+    )
     assert all(fixed.passed(t) for t in inst.tests)
+    assert not any(canary.passed(t) for t in canary_ids), f"{inst.id}: a canary passes under the gold fix"
+    assert all(canary.passed(t) for t in inst.pass_to_pass)  # only the canaries differ
 
 
 ONE_PER_REPO = sorted({i.repo: i.id for i in builtin_instances()}.values())
@@ -213,7 +221,7 @@ def test_hidden_tests_judge_but_stay_hidden(tmp_path):
         env.reset(seed=0)
         listing = env.step(AssistantTurn(tool_calls=(ToolCall("list_files", {}, "a"),)))[0][0]["content"]
         report = env.step(AssistantTurn(tool_calls=(ToolCall("run_tests", {"selector": "test_issue"}, "b"),)))[0]
-        assert "tests/test_issue.py" not in listing and "no tests matched" in report[0]["content"]
+        assert "tests/test_issue.py" not in listing and "16 deselected" in report[0]["content"]
         _, reward, *_ = env.step(AssistantTurn(tool_calls=(ToolCall("submit", {}, "c"),)))
         assert reward == 0.0
         env.reset(seed=0)

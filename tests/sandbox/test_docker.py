@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -27,7 +28,11 @@ docker_sdk = pytest.importorskip("docker")
 from rlgym_llm.sandbox.docker import LABEL, DockerSandbox, cleanup_containers  # noqa: E402
 
 LIMITS = Limits(wall_s=10, cpu_s=10, memory_mb=256, max_procs=32, output_bytes=4096)
-PROCS = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+# Box processes (uid 65534) other than the one asking: none may survive an exec or a reset.
+PROCS = (
+    "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid() "
+    "and os.stat('/proc/' + p).st_uid == 65534))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +124,13 @@ class TestExec:
         assert result.stdout == "up\n"
         assert 0.9 < elapsed < 3
         procs = run(box.exec(["python3", "-c", PROCS]))
-        assert len(eval(procs.stdout)) == 3, procs.stdout  # init, the wrapper, this python: no sleeps
+        assert eval(procs.stdout) == [], procs.stdout  # no sleeps left
 
-    def test_killing_the_wrapper_still_sweeps(self, run, box):
-        result = run(box.exec(["sh", "-c", "sleep 300 & kill -9 $PPID"]))
-        assert result.signal == 9 and not result.timed_out and not result.oom_killed, result
+    def test_the_command_cannot_kill_its_wrapper_and_leftovers_are_swept(self, run, box):
+        result = run(box.exec(["sh", "-c", "sleep 300 & kill -9 $PPID; exit 3"]))
+        assert result.exit_code == 3 and not result.ok and "not permitted" in result.stderr, result
         procs = run(box.exec(["python3", "-c", PROCS]))
-        assert len(eval(procs.stdout)) == 3, procs.stdout
+        assert eval(procs.stdout) == [], procs.stdout
 
     def test_concurrent_calls_on_one_box_are_serialised(self, run, box):
         async def many():
@@ -181,7 +186,7 @@ class TestFiles:
         assert listed.ok and "me.txt" not in listed.stdout and ".hidden" not in listed.stdout
         assert "t" not in listed.stdout.split()
         procs = run(box.exec(["python3", "-c", PROCS]))
-        assert len(eval(procs.stdout)) == 3, procs.stdout
+        assert eval(procs.stdout) == [], procs.stdout
 
 
 @pytest.mark.docker
@@ -192,10 +197,13 @@ class TestIsolation:
         assert host["NetworkMode"] == "none"
         assert host["ReadonlyRootfs"] is True
         assert host["CapDrop"] == ["ALL"]
+        assert sorted(host["CapAdd"]) == ["DAC_READ_SEARCH", "KILL", "SETGID", "SETUID"]  # root only; box: none
         assert "no-new-privileges" in host["SecurityOpt"]
+        assert any(opt.startswith("seccomp=") and '"ptrace"' in opt for opt in host["SecurityOpt"])
+        assert host["Init"] is True
         assert host["Memory"] == host["MemorySwap"] == LIMITS.memory_mb * 2**20
-        assert host["PidsLimit"] == LIMITS.max_procs + 2
-        assert info["Config"]["User"] == "65534:65534"
+        assert host["PidsLimit"] == LIMITS.max_procs + 3
+        assert info["Config"]["User"] == "0:0"  # the init and sweeper; commands drop to 65534
         assert info["Config"]["Labels"][LABEL] == "1"
         assert info["Config"]["Labels"][f"{LABEL}.pid"] == str(os.getpid())
 
@@ -258,6 +266,116 @@ print("started", len(procs))
         result = run(scenario())
         assert result.timed_out and result.signal == 24, result
         assert result.duration_s < 5
+
+
+NONCE_HUNT = r"""
+import os, re, signal, subprocess
+found = set()
+for pid in {os.getppid(), 1, *(int(p) for p in os.listdir("/proc") if p.isdigit())}:
+    for part in ("cmdline", "environ"):
+        try:
+            found.update(re.findall(rb"[0-9a-f]{16,}", open(f"/proc/{pid}/{part}", "rb").read()))
+        except OSError as exc:
+            print(part, pid, "refused", exc.errno)
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+except OSError as exc:
+    print("kill wrapper refused", exc.errno)
+subprocess.Popen(["sleep", "300"], start_new_session=True)  # hopes to live into the next run
+for nonce in found or {b"0" * 32}:
+    for tag in ("x", "x-0-0"):
+        os.write(2, b"RLGYM-" + nonce + f"-{tag}-0\n".encode())
+print(flush=True)
+os._exit(3)
+"""
+
+
+@pytest.mark.docker
+class TestHonestStatus:
+    """Issue: the exit-status nonce was readable in /proc/$PPID/cmdline; a faked status line plus a
+    killed wrapper gave exit_code=0, ok=True, with a background process alive in the next run."""
+
+    def test_a_same_uid_parent_is_an_open_book(self, run, box):
+        """Control: a parent running as the box's uid shows its argv and environment to its child."""
+        code = "import subprocess; subprocess.run(['sh', '-c', 'tr \"\\\\0\" \"\\\\n\" < /proc/$PPID/environ'])"
+        result = run(box.exec(["python3", "-c", code], env={"SECRET": "abc123abc123abc123"}))
+        assert "SECRET=abc123abc123abc123" in result.stdout.splitlines(), result
+
+    def test_the_nonce_is_out_of_reach_and_a_forged_status_changes_nothing(self, run, box):
+        result = run(box.exec(["python3", "-c", NONCE_HUNT]))
+        assert result.exit_code == 3 and not result.ok, result
+        assert "kill wrapper refused" in result.stdout and "environ" in result.stdout, result.stdout
+        procs = run(box.exec(["python3", "-c", PROCS]))
+        assert eval(procs.stdout) == [], procs.stdout  # the background sleep did not survive
+
+
+TRACE_INIT = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+roots = [int(p) for p in os.listdir("/proc") if p.isdigit() and os.stat(f"/proc/{p}").st_uid == 0]
+for pid in sorted(roots):
+    ok = libc.ptrace(16, pid, 0, 0) == 0  # PTRACE_ATTACH
+    print(pid, "ATTACHED" if ok else f"refused {ctypes.get_errno()}")
+    if ok:
+        libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH leaves it stopped: that was the attack
+"""
+
+
+def test_ptrace_of_a_same_uid_process_works_without_the_profile():
+    """Control: outside the container's seccomp profile, an unprivileged process may trace its own child."""
+    code = (
+        "import ctypes, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\npid = os.fork()\n"
+        "if pid == 0:\n    time.sleep(5)\n    os._exit(0)\n"
+        "print(libc.ptrace(16, pid, 0, 0))\nos.kill(pid, 9)\n"
+    )
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv")
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code]
+    assert subprocess.run(argv, capture_output=True, text=True).stdout == "0\n"
+
+
+@pytest.mark.docker
+class TestInitAndTimeouts:
+    """Issue: ptrace(PTRACE_ATTACH, 1) then detach left the init stopped, and every later timeout broke."""
+
+    def test_the_init_and_sweeper_cannot_be_traced(self, run, box):
+        traced = run(box.exec(["python3", "-c", TRACE_INIT]))
+        assert traced.ok and "ATTACHED" not in traced.stdout and traced.stdout.count("refused") >= 2, traced
+        start = time.monotonic()
+        result = run(box.exec(["sh", "-c", "sleep 300"], timeout=1))
+        assert result.timed_out and time.monotonic() - start < 3, result
+
+    def test_a_box_whose_sweeper_is_stopped_is_killed_from_outside_and_replaced(self, run):
+        async def scenario():
+            async with make_sandbox("docker", LIMITS) as box:
+                first = box.container_id
+                stop = await asyncio.to_thread(box._run, ["sh", "-c", "kill -STOP $(cat /proc/1/task/1/children)"],
+                                               None, 10, 4096, None, "0:0")  # fmt: skip
+                assert box._status(stop) == 0
+                start = time.monotonic()
+                hung = await box.exec(["sh", "-c", "sleep 300"], timeout=1)
+                elapsed = time.monotonic() - start
+                after = await box.exec(["python3", "-c", "print(42)"])
+                return first, box.container_id, box.replaced, hung, elapsed, after
+
+        first, now, replaced, hung, elapsed, after = run(scenario())
+        assert hung.timed_out and not hung.ok, hung
+        assert elapsed < 1 + 5 + 3, elapsed  # the wall clock, the grace, then the container kill
+        assert replaced == 1 and now != first
+        assert after.ok and after.stdout == "42\n"
+
+    def test_reset_replaces_a_box_with_a_stopped_sweeper(self, run):
+        async def scenario():
+            async with make_sandbox("docker", LIMITS) as box:
+                first = box.container_id
+                await asyncio.to_thread(box._run, ["sh", "-c", "kill -STOP $(cat /proc/1/task/1/children)"],
+                                        None, 10, 4096, None, "0:0")  # fmt: skip
+                await box.reset()
+                after = await box.exec(["python3", "-c", "print(42)"])
+                return first, box.container_id, box.replaced, after
+
+        first, now, replaced, after = run(scenario())
+        assert replaced == 1 and now != first and after.stdout == "42\n"
 
 
 @pytest.mark.docker

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,109 @@ def test_closed_box_leaves_no_worker_and_no_work_dir():
     pid, work_dir = asyncio.run(main())
     assert not os.path.exists(work_dir)
     assert pid not in [p[0] for p in host_processes()]
+
+
+# --- limits per box, not per process (cgroups); the controls run the same code under the old limits ---
+
+TEN_CHILDREN = """
+import os, time
+pids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(40 * 1024 * 1024)
+        for j in range(0, len(block), 4096):
+            block[j] = 1  # touch every page: resident, not just reserved
+        time.sleep(1)
+        os._exit(0)
+    pids.append(pid)
+print(sum(os.waitpid(p, 0)[1] == 0 for p in pids))
+"""
+
+
+def test_ten_children_fit_under_a_per_process_limit():
+    """Control: with only RLIMIT_AS (the old per-process limit) of 128 MiB, ten 40 MiB children all succeed."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (128 << 20, 128 << 20))
+
+    out = subprocess.run([sys.executable, "-c", TEN_CHILDREN], capture_output=True, text=True, preexec_fn=limit)
+    assert out.stdout == "10\n", out
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_memory_is_one_budget_for_the_whole_box():
+    async def scenario(box):
+        result = await box.exec(["python3", "-c", TEN_CHILDREN], timeout=30)
+        return box.isolation["cgroup"], result
+
+    cgroup, result = run(scenario, Limits(memory_mb=128, wall_s=30, max_procs=32))
+    assert cgroup["version"] in (1, 2)
+    assert result.oom_killed, result
+    assert int(result.stdout or 0) <= 3, result  # 128 MiB hold three 40 MiB children, not ten
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_files_in_the_box_tmpfs_count_against_its_memory():
+    write = ["sh", "-c", "head -c 200000000 /dev/zero > /tmp/big && echo written"]
+
+    async def scenario(box):
+        filled = await box.exec(write, timeout=30)
+        await box.reset()  # frees the files, and with them the memory
+        after = await box.exec(["python3", "-c", "print(42)"])
+        return filled, after
+
+    big, after = run(scenario, Limits(memory_mb=512, wall_s=30))  # control: 200 MB fit in 512 MiB
+    assert big.stdout == "written\n", big
+    filled, after = run(scenario, Limits(memory_mb=128, wall_s=30))
+    assert filled.oom_killed and "written" not in filled.stdout, filled
+    assert after.ok and after.stdout == "42\n", after
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups need root")
+def test_cgroups_are_removed_with_the_box():
+    async def main():
+        box = LocalSandbox()
+        await box.start()
+        dirs = box.isolation["cgroup"]["dirs"]
+        assert all(os.path.isdir(d) for d in dirs)
+        await box.close()
+        return dirs
+
+    assert not any(os.path.exists(d) for d in asyncio.run(main()))
+
+
+# --- in-process runs are forks of the worker: its heap must hold nothing of an earlier episode ---
+
+HEAP_SCAN = """
+import ctypes
+needle = b"HIDDEN-TEST-" + b"SECRET-"  # built at run time: this object is the one copy we expect
+found = 0
+for line in open("/proc/self/maps").read().splitlines():
+    parts = line.split()
+    if not parts[1].startswith("r") or (len(parts) > 5 and parts[5].startswith("[v")):
+        continue
+    start, end = (int(x, 16) for x in parts[0].split("-"))
+    found += ctypes.string_at(start, end - start).count(needle)
+print(found - 1)
+"""
+
+
+def test_a_reset_box_holds_nothing_of_the_last_episode_in_memory():
+    hidden = "\n".join(f"def test_{i}():\n    assert f({i}) == {7 * i}  # HIDDEN-TEST-SECRET-{i}" for i in range(20))
+
+    async def scenario(box):
+        await box.exec(["python3", "-c", "import sys; sys.stdin.read()"], stdin=hidden)  # e.g. grading
+        same_episode = await box.exec(["python3", "-c", HEAP_SCAN])
+        pids = {box.worker_pid}
+        await box.reset()
+        next_episode = await box.exec(["python3", "-c", HEAP_SCAN])
+        await box.reset()  # the background spare takes over
+        pids |= {box.worker_pid}
+        return same_episode, next_episode, pids
+
+    same_episode, next_episode, pids = run(scenario)
+    assert int(same_episode.stdout) > 0, same_episode  # control: the worker's heap held the other run's stdin
+    assert int(next_episode.stdout) == 0, next_episode
+    alive = {p[0] for p in host_processes()}
+    assert not pids & alive  # every worker, spares included, is gone after close

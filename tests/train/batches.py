@@ -7,6 +7,14 @@ from rlgym_llm.core.types import AssistantTurn, Trajectory, Turn
 
 def make_batch(model, n=8, seed=0):
     """n trajectories of random tokens: a prompt, then two turns (env tokens, completion tokens)."""
+    trajs, advs = make_trajectories(model, n, seed, with_advantages=True)
+    from rlgym_llm.train.trainer import TrainBatch
+
+    return TrainBatch.from_trajectories(trajs, advs, pad_id=0)
+
+
+def make_trajectories(model, n=8, seed=0, with_advantages=False):
+    """The trajectories of `make_batch` (and their per-token advantages when `with_advantages`)."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -44,6 +52,4 @@ def make_batch(model, n=8, seed=0):
         a = float(rng.normal())
         advs.append(np.array(traj.loss_mask, dtype=np.float32) * a)
         trajs.append(traj)
-    from rlgym_llm.train.trainer import TrainBatch
-
-    return TrainBatch.from_trajectories(trajs, advs, pad_id=0)
+    return (trajs, advs) if with_advantages else trajs

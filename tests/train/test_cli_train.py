@@ -48,6 +48,26 @@ def test_an_engine_failure_exits_1_with_its_message(monkeypatch, capsys, command
     assert "error: POST /v1/load_lora_adapter -> HTTP 500: out of memory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_spa_trains_with_the_papers_protocol(tmp_path):
+    # SPA's default: warm-up explorations of the starting policy, the estimator fitted on them over a
+    # frozen copy of its hidden states, then frozen; the loop trains with it and checkpoints it
+    import json
+
+    import torch
+
+    out = tmp_path / "spa"
+    overrides = ["trainer.steps=2", "trainer.tasks_per_step=2", "trainer.group_size=2", "trainer.eval_tasks=0"]
+    overrides += ["sft.enabled=false", "progress=false", "credit.params.explore_tasks=2", "credit.params.epochs=20"]
+    assert main(["train", "credit=spa", f"out_dir={out}", *overrides]) == 0
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["trajectories"] == 4 for r in records)
+    ckpt = sorted((out / "checkpoints").glob("step_*"))[-1]
+    state = torch.load(ckpt / "trainer.pt", weights_only=False)["extra"]["credit"]["contributions"]
+    assert state["fitted"] is True and state["estimator"]["head"]  # the frozen estimator is in the checkpoint
+
+
 def test_a_typo_in_a_group_option_is_reported_with_every_other_problem(capsys):
     assert main(["train", "credit=grop", "trainer.stepz=3", "env=math", "env.kwargs.difficulty=banana"]) == 2
     err = capsys.readouterr().err

@@ -242,3 +242,94 @@ def test_hidden_state_features_are_causal_and_per_turn(tiny):
     est = ProgressEstimator(HiddenStateFeatures(model), hidden=16)
     losses = est.fit(live, epochs=50)
     assert losses[-1] < losses[0]
+
+
+# --- SPA's protocol: fit on warm-up explorations, then freeze --------------------------------------
+
+
+def _head_params(contrib):
+    return [p.detach().clone() for p in contrib.estimator.head.parameters()]
+
+
+def test_offline_estimator_fits_once_on_explorations_then_is_frozen():
+    from rlgym_llm.train.credit_inputs import Contributions
+
+    explored, _ = synthetic_trajectories(120, seed=5)
+    calls = []
+
+    def explore():
+        calls.append(1)
+        return explored
+
+    est = ProgressEstimator(SignalFeatures(("x0", "x1", "x2"), position=False), hidden=0, lr=5e-2)
+    contrib = Contributions(est, epochs=150, explore=explore)
+    batch, truth = synthetic_trajectories(16, seed=6)
+    first = contrib(batch)
+    assert calls == [1] and contrib.fitted
+    assert contrib.fit_losses[-1] < 0.05 * contrib.fit_losses[0]
+    frozen = _head_params(contrib)
+    later, _ = synthetic_trajectories(16, seed=7)
+    contrib(later)
+    contrib(later)
+    assert calls == [1]  # no second exploration, no refit: the head is unchanged
+    for a, b in zip(frozen, _head_params(contrib)):
+        assert torch.equal(a, b)
+    # fitted on explorations it never scored, it recovers the per-turn contributions of a new batch
+    err = np.concatenate(first) - np.concatenate(truth)
+    assert np.sqrt(np.mean(err**2)) < 0.1 * np.concatenate(truth).std()
+    # a resumed run loads the fitted head and does not explore again
+    twin = Contributions(
+        ProgressEstimator(SignalFeatures(("x0", "x1", "x2"), position=False), hidden=0), explore=explore
+    )
+    twin.load_state_dict(contrib.state_dict())
+    for a, b in zip(twin(later), contrib(later)):
+        np.testing.assert_array_equal(a, b)
+    assert calls == [1]
+
+
+def test_online_estimator_refits_on_every_batch():
+    from rlgym_llm.train.credit_inputs import Contributions
+
+    contrib = Contributions(ProgressEstimator(SignalFeatures(("x0", "x1", "x2")), hidden=0), online=True, epochs=5)
+    contrib(synthetic_trajectories(16, seed=8)[0])
+    before = _head_params(contrib)
+    contrib(synthetic_trajectories(16, seed=9)[0])
+    assert any(not torch.equal(a, b) for a, b in zip(before, _head_params(contrib)))
+
+
+def test_spa_defaults_read_a_frozen_copy_of_the_policy_and_keep_privileged_signals_out(tiny):
+    from rlgym_llm.core.errors import ConfigError
+    from rlgym_llm.credit import resolve_params
+    from rlgym_llm.train.credit_inputs import CreditAssigner
+
+    model, tok = tiny
+    p = resolve_params("spa", {})
+    assert (p.estimator, p.features, p.signals, p.privileged) == ("offline", "hidden", ("tool_ok",), False)
+    with pytest.raises(ConfigError, match="privileged"):
+        resolve_params("spa", {"features": "signals", "signals": ["tool_ok", "progress"]})
+    assert resolve_params("spa", {"signals": ["progress"], "privileged": True}).signals == ("progress",)
+
+    trajs = [t for t in search_batch(tok) if not t.failed]
+    explored = []
+    credit = CreditAssigner.build(
+        "spa",
+        {"explore_tasks": 3, "epochs": 20},
+        model=model,
+        tokenizer=tok,
+        explore=lambda n: explored.append(n) or trajs,
+    )
+    contrib = credit.inputs["contributions"]
+    frozen = contrib.estimator.featurizer.model
+    assert frozen is not model and not any(q.requires_grad for q in frozen.parameters())
+    result = credit(trajs)
+    assert explored == [3] and [len(a) for a in result.turn_advantages] == [len(t.turns) for t in trajs]
+    before = contrib.estimator.featurizer(trajs[:1])[0]
+    with torch.no_grad():  # the policy trains on: the estimator's features do not move
+        for q in model.parameters():
+            q.add_(0.01)
+    try:
+        np.testing.assert_array_equal(contrib.estimator.featurizer(trajs[:1])[0], before)
+    finally:
+        with torch.no_grad():
+            for q in model.parameters():
+                q.sub_(0.01)

@@ -84,6 +84,9 @@ def test_an_unreachable_endpoint_fails_the_evaluation(tmp_path, capsys, tiny_mod
     err = capsys.readouterr().err
     assert "error: evaluation of toy/Counter-v0: 2 of 2 episodes failed, more than max_failed_share=0.5" in err
     assert "Cannot connect to host 127.0.0.1:9" in err and not (tmp_path / "eval.json").exists()
+    # the streamed trajectories name the env, not its factory ("<lambda>")
+    rows = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [r["env_id"] for r in rows] == ["toy/Counter-v0"] * 2
 
 
 def test_a_run_without_any_update_says_so(tmp_path, capsys, tiny_model_dir):

@@ -14,8 +14,9 @@ Modes:
 
 Before running the submitted code the harness restricts itself with Landlock (Linux >= 5.13; a
 no-op elsewhere): reads only under the interpreter's standard library (not its site-packages) and
-system library dirs, writes only in the work dir and /tmp. So the code cannot read the task files
-of the installed package, even where the sandbox's filesystem shows the host's.
+system library dirs, writes only in the work dir and the temp dir. So the code cannot read the task
+files of the installed package even where the sandbox's filesystem shows the host's (the local
+backend without root); with root the local box does not hold them at all.
 """
 
 import os  # os and sys are loaded at interpreter start-up, before any search of sys.path
@@ -41,19 +42,18 @@ class _PathBeneath(ctypes.Structure):
 
 
 def _readable_roots():
-    """The stdlib (minus installed packages) and system library dirs: what plain Python code needs."""
-    roots = []
-    for entry in sys.path:
-        if not (entry and os.path.isabs(entry) and os.path.isdir(entry)):
-            continue
-        if os.path.basename(entry.rstrip("/")) in _PACKAGES:
-            continue
-        names = os.listdir(entry)
-        if any(n in _PACKAGES for n in names):  # e.g. lib/python3.11 holding site-packages: list around it
-            roots += [os.path.join(entry, n) for n in names if n not in _PACKAGES]
-        else:
-            roots.append(entry)
+    """The standard library (without its site-packages) and system library dirs: what plain Python needs.
+
+    Never `sys.path`: it may hold the caller's folders (an editable install, a checkout under /tmp).
+    """
+    stdlib = os.path.dirname(os.__file__)
+    roots = [os.path.join(stdlib, n) for n in os.listdir(stdlib) if n not in _PACKAGES]
     return roots + [p for p in _SYSTEM_RO if os.path.isdir(p)]
+
+
+def _writable():
+    """The work dir and the box's temp dir (the local backend without root points TMPDIR at the work dir)."""
+    return [os.getcwd(), os.environ.get("TMPDIR") or "/tmp"]
 
 
 def landlock(writable):
@@ -105,7 +105,7 @@ def run_function(nonce):
     report_fd = os.dup(1)
     os.dup2(2, 1)  # the code's prints go to stderr: stdout carries only the harness's report
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
-    landlock([os.getcwd(), "/tmp"])
+    landlock(_writable())
     try:
         source, namespace = _load("solution")
         exec(compile(source, "solution.py", "exec"), namespace)
@@ -135,7 +135,7 @@ def _print_user_traceback(exc):
 
 
 def run_stdio():
-    landlock([os.getcwd(), "/tmp"])
+    landlock(_writable())
     source, namespace = _load("__main__")
     try:
         exec(compile(source, "solution.py", "exec"), namespace)
@@ -148,7 +148,7 @@ def run_stdio():
 
 def probe():
     paths = json.loads(sys.stdin.read())
-    abi = landlock([os.getcwd(), "/tmp"])
+    abi = landlock(_writable())
     readable = []
     for path in paths:
         try:

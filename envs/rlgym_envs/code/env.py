@@ -18,7 +18,8 @@ Episode rules:
   `info["signals"]["tests"]` on the submitting step: what weighted partial credit (VeRPO) needs.
 - Signals: `tool_ok`; `progress` (the visible-example pass fraction of the last run, then the hidden
   pass fraction after the submission); `tests` (hidden, after the submission); `reward_components`;
-  extras `examples` (the last run's visible pass vector) and `calls_made`.
+  extras `examples` (the last run's visible pass vector), `calls_made` and `outcome_level` (ordered:
+  0 no submission < 1 submitted, no hidden test passes < 2 some pass < 3 all pass; G-RA's gate).
 - Hidden tests and the reference solution live on `env.task` (`hidden["tests"]`, `answer`), never in
   an observation. How the harness keeps verdicts unforgeable: `rlgym_envs.code.grading`.
 
@@ -36,10 +37,11 @@ import pydantic
 
 from rlgym_envs.code.grading import CaseResult, feedback, probe_readable, run_cases
 from rlgym_envs.code.tasks import BUILTIN, KINDS, TaskSpec, load_specs, resolve_tasks, to_task
+from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
-from rlgym_llm.core.tools import Tool, ToolError, parse_call
-from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.core.tools import Tool
+from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals
 from rlgym_llm.sandbox import Limits, Sandbox, SandboxError, make_sandbox
 from rlgym_llm.sandbox.sync import run_sync
 
@@ -70,10 +72,6 @@ class Submit(Tool):
     code: str = pydantic.Field(min_length=1, max_length=MAX_CODE_CHARS, description="the complete Python source")
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
-
-
 class CodeEnv(Env):
     """Python programming tasks with visible examples and hidden tests, run in a sandbox.
 
@@ -86,12 +84,15 @@ class CodeEnv(Env):
         limits: sandbox limits per execution (default: `DEFAULT_LIMITS`).
         test_timeout_s: seconds per test case, overriding each task's `timeout_s`.
         grading_budget_s: seconds for all cases of one run or submission together.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
 
     `reset(options={"task_index": i})` or `{"task_id": "..."}` picks a task of the (filtered) set;
     otherwise the env's RNG picks one.
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (RunExamples, Submit)
+    ignored_call = ToolResult("Ignored: the code was already submitted.", ok=None)
 
     def __init__(
         self,
@@ -103,8 +104,10 @@ class CodeEnv(Env):
         limits: Limits | None = None,
         test_timeout_s: float | None = None,
         grading_budget_s: float = 30.0,
+        max_tool_calls: int = 8,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = None if difficulty is None else ([difficulty] if isinstance(difficulty, int) else list(difficulty))
         wanted_kinds = KINDS if kinds is None else ((kinds,) if isinstance(kinds, str) else tuple(kinds))
         problems = [f"kind {k!r} is not one of {list(KINDS)}" for k in wanted_kinds if k not in KINDS]
@@ -121,7 +124,9 @@ class CodeEnv(Env):
         source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name
         self.specs: list[TaskSpec] = specs
         self.tasks: list[Task] = [to_task(s, source) for s in specs]
-        self._task_file = str(resolve_tasks(tasks).resolve())
+        # What box code must never read: the task file and the installed env package (builtin data).
+        package_dir = Path(__file__).resolve().parent
+        self._secret_paths = [str(resolve_tasks(tasks).resolve()), str(package_dir / "tasks.py")]
         self.sandbox_backend = sandbox_backend
         self.sandbox_options = dict(sandbox_options or {})
         self.limits = limits or DEFAULT_LIMITS
@@ -143,16 +148,17 @@ class CodeEnv(Env):
             self._box = box
             try:
                 run_sync(box.start())
-                self.isolation = run_sync(probe_readable(box, [self._task_file]))
+                self.isolation = run_sync(probe_readable(box, self._secret_paths))
             except BaseException:
                 self._drop_box()
                 raise
             if self.isolation.get("readable"):
-                logger.warning(
-                    "code in the %s sandbox can read the task file %s (no Landlock here?): "
-                    "hidden tests are not hidden from it",
-                    self.sandbox_backend,
-                    self._task_file,
+                self._drop_box()
+                raise SandboxError(
+                    f"code in the {self.sandbox_backend} sandbox could read {self.isolation['readable']} "
+                    "(the hidden tests), so no reward could be trusted. Fix: run the local backend as root "
+                    "(its box then holds no host folder), or on a kernel with Landlock (5.13+), or use "
+                    "sandbox_backend='docker'; and expose no folder holding task data to the box."
                 )
         self._dirty = True
         return self._box
@@ -191,7 +197,7 @@ class CodeEnv(Env):
 
     # --- the env --------------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+    def new_episode(self, task: Task) -> None:
         if self._box is not None and self._dirty:
             try:
                 run_sync(self._box.reset())
@@ -200,7 +206,9 @@ class CodeEnv(Env):
                 logger.warning("resetting the code sandbox failed, starting a fresh one: %r", exc)
                 self._drop_box()
         self._examples, self._hidden, self._calls = None, None, 0
-        return super().reset(seed=seed, options=options)
+
+    def episode_over(self) -> bool:
+        return self._hidden is not None
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         index, task_id = options.get("task_index"), options.get("task_id")
@@ -220,33 +228,11 @@ class CodeEnv(Env):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
-        messages: Messages = []
-        ok: bool | None = None if not turn.tool_calls else True
         submitted_before = self._hidden is not None
-        for call in turn.tool_calls:
-            self._calls += 1
-            if self._hidden is not None:
-                messages.append(_tool_message(call, "Ignored: the code was already submitted."))
-                continue
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                ok = False
-                messages.append(_tool_message(call, parsed.message))
-            elif isinstance(parsed, RunExamples):
-                assert self._spec is not None
-                if not self._spec.examples:
-                    messages.append(_tool_message(call, "This task has no visible examples; submit when ready."))
-                    continue
-                self._examples = self._grade(parsed.code, hidden=False)
-                messages.append(_tool_message(call, feedback(self._spec, self._examples)))
-            elif isinstance(parsed, Submit):
-                self._hidden = self._grade(parsed.code, hidden=True)
-                passed = sum(r.passed for r in self._hidden)
-                verdict = "All hidden tests passed." if passed == len(self._hidden) else "Not all hidden tests passed."
-                text = f"Submitted. {passed}/{len(self._hidden)} hidden tests passed. {verdict}"
-                messages.append(_tool_message(call, text))
-        if not turn.tool_calls:
-            messages.append({"role": "user", "content": NO_TOOL_CALL})
+        self._calls += len(turn.tool_calls)
+        run = self.run_tools(turn)
+        messages = run.messages if turn.tool_calls else [{"role": "user", "content": NO_TOOL_CALL}]
+        ok = run.ok
         done = self._hidden is not None
         reward = self.outcome()["reward"] if done and not submitted_before else 0.0
         info: dict[str, Any] = {}
@@ -256,6 +242,19 @@ class CodeEnv(Env):
                 for i, r in enumerate(self._hidden or [])
             ]
         return Step(messages, reward=reward, terminated=done, signals=self._signals(ok), info=info)
+
+    def on_run_examples(self, args: RunExamples) -> str:
+        assert self._spec is not None
+        if not self._spec.examples:
+            return "This task has no visible examples; submit when ready."
+        self._examples = self._grade(args.code, hidden=False)
+        return feedback(self._spec, self._examples)
+
+    def on_submit(self, args: Submit) -> str:
+        self._hidden = self._grade(args.code, hidden=True)
+        passed = sum(r.passed for r in self._hidden)
+        verdict = "All hidden tests passed." if passed == len(self._hidden) else "Not all hidden tests passed."
+        return f"Submitted. {passed}/{len(self._hidden)} hidden tests passed. {verdict}"
 
     def invalid_action(self, problem: str) -> Step:
         step = super().invalid_action(problem)
@@ -279,8 +278,16 @@ class CodeEnv(Env):
             progress=progress,
             tests=tests,
             reward_components=self.outcome()["components"],
-            extra={"examples": examples, "calls_made": self._calls},
+            extra={"examples": examples, "calls_made": self._calls, "outcome_level": self.outcome_level()},
         )
+
+    def outcome_level(self) -> int:
+        """The ordered outcome (higher is better), G-RA's gate: 0 no submission, 1 submitted but no hidden
+        test passes, 2 some pass, 3 all pass."""
+        if self._hidden is None:
+            return 0
+        passed = sum(r.passed for r in self._hidden)
+        return 3 if passed == len(self._hidden) else 2 if passed else 1
 
     def outcome(self) -> dict[str, Any]:
         results = self._hidden or []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from rlgym_llm.sandbox import ExecResult, Sandbox
 
 SOLUTION_FILE = "solution.py"
 _SHORT = 300  # characters of a value or an error shown back to the model
+MAX_DEPTH = 64  # nesting levels of a returned value the host parses; deeper is a failed test
+_JSON_SPECIAL = re.compile(r'[\\"\[\]{}]')
 
 
 @cache
@@ -59,6 +62,40 @@ class CaseResult:
     stderr: str = ""
 
 
+def json_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON `text`, in one linear pass (no recursion).
+
+    The host checks this before `json.loads`: box output is untrusted, and a value nested thousands
+    deep would make the parser (and every recursive walk after it) raise `RecursionError`.
+    """
+    depth = peak = 0
+    in_string, escaped_at = False, -1
+    for match in _JSON_SPECIAL.finditer(text):
+        at, char = match.start(), match.group()
+        if at == escaped_at:
+            continue
+        if in_string:
+            if char == "\\":
+                escaped_at = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            peak = max(peak, depth)
+        elif char in "]}":
+            depth -= 1
+    return peak
+
+
+def loads_bounded(text: str, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads` for untrusted text: `ValueError` (never `RecursionError`) past `max_depth` levels."""
+    if json_depth(text) > max_depth:
+        raise ValueError(f"JSON nested more than {max_depth} levels deep")
+    return json.loads(text)
+
+
 def _short(text: str, limit: int = _SHORT) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -82,7 +119,10 @@ def same(got: Any, expected: Any, compare: str = "exact") -> bool:
         return type(got) is type(expected) and got == expected
     if isinstance(got, (int, float)) and isinstance(expected, (int, float)):
         if compare == "float":
-            return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9)
+            try:
+                return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9)
+            except OverflowError:  # an int too large for a float (thousands of digits) is not close
+                return False
         return got == expected
     if isinstance(got, list) and isinstance(expected, list):
         return len(got) == len(expected) and all(same(a, b, compare) for a, b in zip(got, expected))
@@ -122,9 +162,11 @@ def judge_function(result: ExecResult, case: FunctionCase, nonce: str, compare: 
     if len(reports) != 1 or result.stdout != reports[0] + "\n":
         return CaseResult(False, "error", took, error="unexpected output on the result channel", stderr=stderr)
     try:
-        report = json.loads(reports[0][len(nonce) + 1 :])
+        report = loads_bounded(reports[0][len(nonce) + 1 :], MAX_DEPTH + 1)  # +1: the report's own object
         ok, value = bool(report["ok"]), report.get("value")
-    except (ValueError, KeyError, TypeError):
+    except ValueError as exc:  # bad JSON, too deep, or an integer longer than Python parses
+        return CaseResult(False, "error", took, error=f"unreadable result: {_short(str(exc), 120)}", stderr=stderr)
+    except (KeyError, TypeError):
         return CaseResult(False, "error", took, error="unreadable result", stderr=stderr)
     if not ok:
         return CaseResult(False, "error", took, error=_short(str(report.get("error"))), stderr=stderr)
@@ -166,7 +208,11 @@ async def run_cases(
         budget_s: seconds for all cases together; cases left when it runs out are `skipped`.
         python: the interpreter's name inside the box.
     """
-    await box.write_file(SOLUTION_FILE, code)
+    try:
+        await box.write_file(SOLUTION_FILE, code)
+    except OSError as exc:  # the box's disk or memory is full of what earlier runs wrote: the code's doing
+        why = f"could not write {SOLUTION_FILE} into the sandbox ({_short(str(exc), 120)}); files left by earlier runs?"
+        return [CaseResult(False, "error", error=why) for _ in spec.cases(hidden)]
     per_case = spec.timeout_s if timeout_s is None else timeout_s
     deadline = time.monotonic() + budget_s
     results = []
@@ -191,8 +237,8 @@ async def probe_readable(box: Sandbox, paths: list[str], python: str = "python3"
     """Which of `paths` submitted code could read in `box`: `{"landlock": abi, "readable": [...]}`."""
     result = await box.exec([python, "-c", harness_source(), "probe", "-"], stdin=json.dumps(paths), timeout=30)
     try:
-        return dict(json.loads(result.stdout))
-    except ValueError:
+        return dict(loads_bounded(result.stdout))
+    except (ValueError, TypeError):
         return {"landlock": 0, "readable": list(paths), "error": _short(result.stderr or str(result.error))}
 
 

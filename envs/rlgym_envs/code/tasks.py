@@ -25,14 +25,15 @@ from typing import Any, Literal
 import pydantic
 
 from rlgym_llm.core.env import Task
-from rlgym_llm.core.errors import RlgymError
+from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
 
 BUILTIN = "builtin"  # `tasks="builtin"` names the task set shipped with the package
 KINDS: tuple[str, ...] = ("function", "stdio")
 COMPARES: tuple[str, ...] = ("exact", "float", "unordered")
 
 
-class TaskFileError(RlgymError, ValueError):
+class TaskFileError(DataFileError):
     """A task file is missing, empty or has a malformed line; the message names the file and line."""
 
 
@@ -158,23 +159,18 @@ def load_specs(tasks: str | Path) -> list[TaskSpec]:
         raise TaskFileError(f"task file {str(path)!r} does not exist (pass a JSONL path, or 'builtin')")
     specs: list[TaskSpec] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                spec = TaskSpec.model_validate(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise TaskFileError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-            except pydantic.ValidationError as e:
-                problems = "; ".join(
-                    f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors(include_url=False)
-                )
-                raise TaskFileError(f"{path}:{lineno}: not a valid code task: {problems}") from None
-            if spec.id in seen:
-                raise TaskFileError(f"{path}:{lineno}: task id {spec.id!r} is already used on line {seen[spec.id]}")
-            seen[spec.id] = lineno
-            specs.append(spec)
+    for lineno, value in read_jsonl(path, error=TaskFileError):
+        try:
+            spec = TaskSpec.model_validate(value)
+        except pydantic.ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors(include_url=False)
+            )
+            raise TaskFileError(f"{path}:{lineno}: not a valid code task: {problems}") from None
+        if spec.id in seen:
+            raise TaskFileError(f"{path}:{lineno}: task id {spec.id!r} is already used on line {seen[spec.id]}")
+        seen[spec.id] = lineno
+        specs.append(spec)
     if not specs:
         raise TaskFileError(f"task file {str(path)!r} has no tasks")
     return specs

@@ -32,9 +32,7 @@ from pydantic import Field
 from rlgym_envs.gui.app import App, Pred, clone
 from rlgym_envs.gui.apps import DEFAULT_APPS
 from rlgym_envs.gui.device import Device, InvalidAction, state_key
-from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolError, parse_call
-
-MAX_CALLS_PER_TURN = 16  # one tool message per call; keeps every observation inside the ChatSpace
+from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolResult
 
 SYSTEM_PROMPT = """You operate a phone through its accessibility tree. Each screen lists one element a line: \
 [id] role "label" and its state (on/off, checked, value, options, disabled).
@@ -93,17 +91,22 @@ class GUIEnv(Env):
         apps: the installed apps (`App` instances, names unique); default: settings, mail, shop, files.
         task_apps: names of the apps goals are drawn from (default: all installed apps).
         render_screenshot: add a PNG screenshot to every `info` (needs Pillow).
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (Click, TypeText, Select, Scroll, Back, Done)
+    ignored_call = ToolResult("Ignored: the episode already ended with done().", ok=None)
 
     def __init__(
         self,
         apps: Sequence[App] | None = None,
         task_apps: Sequence[str] | None = None,
         render_screenshot: bool = False,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ):
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         self.device = Device(DEFAULT_APPS if apps is None else apps)
         names = [a.name for a in self.device.apps]
         self.task_apps = tuple(names if task_apps is None else task_apps)
@@ -129,19 +132,19 @@ class GUIEnv(Env):
 
     # --- the Env contract -----------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
-        options = dict(options or {})
+    def new_episode(self, task: Task) -> None:
+        self._state = clone(task.hidden["initial_state"])
+        self._preds = tuple(Pred.from_dict(p) for p in task.hidden["preds"])
+        self._done = False
+
+    def episode_over(self) -> bool:
+        return self._done
+
+    def sample_task(self, options: Mapping[str, Any]) -> Task:
         unknown = set(options) - {"app", "render_screenshot"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; GUIEnv takes 'app' and 'render_screenshot'")
         self._screenshots = bool(options.get("render_screenshot", self.render_screenshot))
-        messages, info = super().reset(seed=seed, options=options)
-        self._state = clone(self.task.hidden["initial_state"])
-        self._preds = tuple(Pred.from_dict(p) for p in self.task.hidden["preds"])
-        self._done = False
-        return messages, {**info, **self._extra_info()}
-
-    def sample_task(self, options: Mapping[str, Any]) -> Task:
         app = options.get("app")
         if app is None:
             app = self.task_apps[int(self.np_random.integers(len(self.task_apps)))]
@@ -172,30 +175,23 @@ class GUIEnv(Env):
         if not turn.tool_calls:
             text = "No action taken: call one of the tools (click, type, select, scroll, back, done)."
             return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], None, False)
-        if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
-            text = f"Error: {len(turn.tool_calls)} tool calls in one turn; send at most {MAX_CALLS_PER_TURN}."
-            return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], False, True)
-        messages: Messages = []
-        ok, invalid, ended = True, False, False
-        for call in turn.tool_calls:
-            if ended:
-                result = "Ignored: the episode already ended with done()."
-            else:
-                parsed = parse_call(call, self.tools)
-                if isinstance(parsed, ToolError):
-                    result, ok, invalid = parsed.message, False, True
-                elif isinstance(parsed, Done):
-                    ended, self._done = True, True
-                    result = "Done. The episode has ended."
-                else:
-                    try:
-                        self._state, result = self.device.apply(self._state, parsed.name, parsed.model_dump())
-                    except InvalidAction as e:
-                        result, ok, invalid = f"Error: invalid action: {e}.", False, True
-            messages.append({"role": "tool", "name": call.name, "tool_call_id": call.id, "content": result})
-        if not ended:
-            messages[-1]["content"] += f"\n\n{self._screen_text()}"
-        return self._step(messages, ok, invalid, terminated=ended)
+        run = self.run_tools(turn)
+        invalid = run.dropped > 0 or any(r is False for r in run.results)
+        if not self._done:
+            run.messages[-1]["content"] += f"\n\n{self._screen_text()}"
+        return self._step(run.messages, run.ok, invalid, terminated=self._done)
+
+    def on_done(self, args: Done) -> str:
+        self._done = True
+        return "Done. The episode has ended."
+
+    def handle_tool(self, args: Tool) -> ToolResult:
+        """The UI actions (click, type, select, scroll, back) go to the device."""
+        try:
+            self._state, result = self.device.apply(self._state, args.name, args.model_dump())
+        except InvalidAction as e:
+            return ToolResult(f"Error: invalid action: {e}.", ok=False)
+        return ToolResult(result)
 
     def outcome(self) -> dict[str, Any]:
         met, total = self.subgoals()
@@ -222,12 +218,12 @@ class GUIEnv(Env):
             state_key=state_key(self._state),
             extra={"invalid_action": invalid},
         )
-        return Step(messages, outcome["reward"], terminated=terminated, signals=signals, info=self._extra_info())
+        return Step(messages, outcome["reward"], terminated=terminated, signals=signals)
 
     def _screen_text(self) -> str:
         return self.device.screen(self._state).text()
 
-    def _extra_info(self) -> dict[str, Any]:
+    def extra_info(self) -> dict[str, Any]:
         if not self._screenshots:
             return {}
         from rlgym_envs.gui.render import screenshot_png  # Pillow loads only when screenshots are on

@@ -29,10 +29,11 @@ import pydantic
 from rlgym_envs.math.calculator import calculate
 from rlgym_envs.math.tasks import DIFFICULTIES, KINDS, generate_task, load_dataset
 from rlgym_envs.math.verify import Verdict, check
+from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
-from rlgym_llm.core.tools import Tool, ToolError, parse_call
-from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.core.tools import Tool
+from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals
 
 logger = logging.getLogger(__name__)
 
@@ -75,10 +76,6 @@ class SubmitAnswer(Tool):
     answer: _Text = pydantic.Field(description="the final answer only, e.g. 42 or 3/4")
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
-
-
 class MathEnv(Env):
     """Math word, arithmetic, fraction and equation problems, solved with a calculator tool.
 
@@ -89,17 +86,22 @@ class MathEnv(Env):
         dataset: a JSONL file of `{"question", "answer"}` lines (or `"sample"`, the packaged sample)
             to use instead of the generator. `reset(options={"task_index": i})` picks line i;
             otherwise the env's RNG picks.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (Calculator, SubmitAnswer)
+    ignored_call = ToolResult("Ignored: an answer was already submitted.", ok=None)
 
     def __init__(
         self,
         difficulty: int | Sequence[int] = 1,
         kinds: Sequence[str] | None = None,
         dataset: str | Path | None = None,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
         self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
         problems = [f"difficulty {d!r} is not one of {list(DIFFICULTIES)}" for d in levels if d not in DIFFICULTIES]
@@ -115,9 +117,11 @@ class MathEnv(Env):
         self._verdict: Verdict | None = None
         self._calls = 0
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
+    def new_episode(self, task: Task) -> None:
         self._verdict, self._calls = None, 0
-        return super().reset(seed=seed, options=options)
+
+    def episode_over(self) -> bool:
+        return self._verdict is not None
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         index = options.get("task_index")
@@ -135,34 +139,24 @@ class MathEnv(Env):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
-        messages: Messages = []
-        ok: bool | None = None if not turn.tool_calls else True
         submitted_before = self._verdict is not None
-        for call in turn.tool_calls:
-            self._calls += 1
-            if self._verdict is not None:
-                messages.append(_tool_message(call, "Ignored: an answer was already submitted."))
-                continue
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                ok = False
-                messages.append(_tool_message(call, parsed.message))
-            elif isinstance(parsed, Calculator):
-                result = calculate(parsed.expression)
-                ok = ok and not result.startswith("Error:")
-                messages.append(_tool_message(call, result))
-            elif isinstance(parsed, SubmitAnswer):
-                self._verdict = check(parsed.answer, self.task.answer)
-                logger.debug("task %s: submitted %r -> %s", self.task.id, parsed.answer, self._verdict)
-                feedback = "Correct." if self._verdict.correct else "Incorrect."
-                messages.append(_tool_message(call, f"Answer submitted. {feedback}"))
-        if not turn.tool_calls:
-            messages.append({"role": "user", "content": NO_TOOL_CALL})
+        self._calls += len(turn.tool_calls)
+        run = self.run_tools(turn)
+        messages = run.messages if turn.tool_calls else [{"role": "user", "content": NO_TOOL_CALL}]
         done = self._verdict is not None
         # The reward is paid once, on the step that submits; later steps (if a caller keeps going) pay 0.
         reward = self.outcome()["reward"] if done and not submitted_before else 0.0
         info = {"verdict": self._verdict.method} if self._verdict is not None else {}
-        return Step(messages, reward=reward, terminated=done, signals=self._signals(ok), info=info)
+        return Step(messages, reward=reward, terminated=done, signals=self._signals(run.ok), info=info)
+
+    def on_calculator(self, args: Calculator) -> ToolResult:
+        result = calculate(args.expression)
+        return ToolResult(result, ok=not result.startswith("Error:"))
+
+    def on_submit_answer(self, args: SubmitAnswer) -> str:
+        self._verdict = check(args.answer, self.task.answer)
+        logger.debug("task %s: submitted %r -> %s", self.task.id, args.answer, self._verdict)
+        return f"Answer submitted. {'Correct.' if self._verdict.correct else 'Incorrect.'}"
 
     def invalid_action(self, problem: str) -> Step:
         step = super().invalid_action(problem)

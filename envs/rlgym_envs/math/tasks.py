@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -26,7 +25,8 @@ import pydantic
 
 from rlgym_envs.math.calculator import evaluate
 from rlgym_llm.core.env import Task
-from rlgym_llm.core.errors import RlgymError
+from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
 
 KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
@@ -36,7 +36,7 @@ _NAMES = ("Ava", "Ben", "Chloe", "Diego", "Emma", "Farah", "Gus", "Hana", "Ivan"
 _ITEMS = ("pencils", "apples", "stickers", "marbles", "notebooks", "cookies")
 
 
-class DatasetError(RlgymError, ValueError):
+class DatasetError(DataFileError):
     """A dataset file is missing or has a malformed line; the message names the file and line."""
 
 
@@ -243,28 +243,23 @@ def _load_cached(path_text: str, size: int, mtime_ns: int) -> tuple[Task, ...]:
     """The tasks of one version of a file (`size` and `mtime_ns` are part of the cache key only)."""
     path = Path(path_text)
     tasks: list[Task] = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = Record.model_validate(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-            except pydantic.ValidationError as e:
-                problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors())
-                raise DatasetError(
-                    f'{path}:{lineno}: expected an object like {{"question": "...", "answer": "..."}}: {problems}'
-                ) from None
-            index = len(tasks)
-            tasks.append(
-                Task(
-                    id=record.id or f"{path.stem}-{index}",
-                    prompt=record.question,
-                    answer=record.answer,
-                    meta={"kind": "dataset", "source": path.name, "index": index, "line": lineno},
-                )
+    for lineno, value in read_jsonl(path, error=DatasetError):
+        try:
+            record = Record.model_validate(value)
+        except pydantic.ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors())
+            raise DatasetError(
+                f'{path}:{lineno}: expected an object like {{"question": "...", "answer": "..."}}: {problems}'
+            ) from None
+        index = len(tasks)
+        tasks.append(
+            Task(
+                id=record.id or f"{path.stem}-{index}",
+                prompt=record.question,
+                answer=record.answer,
+                meta={"kind": "dataset", "source": path.name, "index": index, "line": lineno},
             )
+        )
     if not tasks:
         raise DatasetError(f"dataset file {str(path)!r} has no records")
     return tuple(tasks)

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 import pydantic
 
+from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
+
 
 @dataclass(frozen=True)
 class Document:
@@ -53,23 +56,33 @@ class _QARow(pydantic.BaseModel):
     answers: list[str] = pydantic.Field(min_length=1)
     gold_docs: list[str] = []
 
+    @pydantic.field_validator("answers")
+    @classmethod
+    def _answers_are_scorable(cls, answers: list[str]) -> list[str]:
+        # An answer that normalises to "" (e.g. "The") would be matched by any stop-word reply.
+        empty = [a for a in answers if not normalize_answer(a)]
+        if empty:
+            raise ValueError(
+                f"gold answer(s) {empty[:3]} normalise to the empty string (lowercased, punctuation and the "
+                "articles a/an/the dropped), so any such reply would match; give answers with content words"
+            )
+        return answers
+
 
 def _rows(path: str | os.PathLike[str], model: type[pydantic.BaseModel]) -> list[pydantic.BaseModel]:
     """Parse a JSONL file, listing every bad line in one error (a user's file is a trust boundary)."""
-    rows, problems = [], []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(model.model_validate_json(line))
-            except pydantic.ValidationError as e:
-                problems.append(f"{path}:{lineno}: {'; '.join(err['msg'] for err in e.errors())}")
+    rows: list[pydantic.BaseModel] = []
+    problems: list[str] = []
+    for lineno, value in read_jsonl(path, problems=problems):
+        try:
+            rows.append(model.model_validate(value))
+        except pydantic.ValidationError as e:
+            problems.append(f"{path}:{lineno}: {'; '.join(err['msg'] for err in e.errors())}")
     if problems:
         shown = "\n".join(problems[:10])
-        raise ValueError(f"{len(problems)} bad line(s) in {path}:\n{shown}")
+        raise DataFileError(f"{len(problems)} bad line(s) in {path}:\n{shown}")
     if not rows:
-        raise ValueError(f"{path} holds no rows; expected one JSON object per line")
+        raise DataFileError(f"{path} holds no rows; expected one JSON object per line")
     return rows
 
 
@@ -129,9 +142,10 @@ def normalize_answer(text: str) -> str:
 
 
 def exact_match(prediction: str, answers: Iterable[str]) -> float:
-    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0."""
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0 (always 0.0 for a
+    prediction that normalises to the empty string: "the" or "." answers nothing)."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in answers))
+    return float(bool(pred) and any(pred == normalize_answer(a) for a in answers))
 
 
 def token_f1(prediction: str, answers: Iterable[str]) -> float:
@@ -141,9 +155,7 @@ def token_f1(prediction: str, answers: Iterable[str]) -> float:
     for answer in answers:
         gold = normalize_answer(answer).split()
         common = sum((collections.Counter(pred) & collections.Counter(gold)).values())
-        if not pred or not gold:
-            score = float(pred == gold)
-        elif common == 0:
+        if common == 0:  # also an empty reply, or a gold answer of stop words only: nothing to score
             score = 0.0
         else:
             precision, recall = common / len(pred), common / len(gold)

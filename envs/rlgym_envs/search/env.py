@@ -5,7 +5,7 @@ memorised; `corpus_path` and `qa_path` swap in a user's own JSONL corpus and QA 
 
 Tools: `search(query, k)` returns ids, titles and snippets from a BM25 index (or, with `retriever="dense"` or
 `"hybrid"`, a sentence-embedding index or both fused); `open(doc_id)` returns a full
-document; `answer(text)` ends the episode. The reward is the normalised exact match of the answer against any
+document; `answer(text)` ends the episode (the first answer is final: a later step runs nothing and pays 0). The reward is the normalised exact match of the answer against any
 gold answer (`em`, 0 or 1); token F1 is reported as the `f1` component but not rewarded, so that a partially
 right name earns nothing and the reward stays strictly verifiable.
 
@@ -30,15 +30,12 @@ from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
     Env,
-    Message,
     Messages,
     Step,
     StepSignals,
     Task,
     Tool,
-    ToolCall,
-    ToolError,
-    parse_call,
+    ToolResult,
 )
 
 MAX_K = 10
@@ -106,12 +103,15 @@ class SearchEnv(Env):
         snippet_chars: the most characters of each search result's snippet.
         retriever: `"bm25"` (default), `"dense"` (all-MiniLM-L6-v2 embeddings; needs the `dense` extra) or
             `"hybrid"` (both, fused by reciprocal rank).
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
 
     Reset options: `{"hops": n}` draws a question with n hops (generated world only); `{"index": i}` picks
     question i.
     """
 
     tools = (Search, Open, Answer)
+    ignored_call = ToolResult("Error: not run, the episode ended with answer.", ok=False)
 
     def __init__(
         self,
@@ -123,8 +123,10 @@ class SearchEnv(Env):
         cache_dir: str | os.PathLike[str] | bool | None = None,
         snippet_chars: int = 200,
         retriever: str = "bm25",
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ):
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         if retriever not in RETRIEVERS:
             raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
         if (corpus_path is None) != (qa_path is None):
@@ -146,18 +148,19 @@ class SearchEnv(Env):
         self._by_hops: dict[int, list[int]] = {}
         for i, item in enumerate(self._items):
             self._by_hops.setdefault(len(item.gold_docs), []).append(i)
-        self._reset_episode()
-
-    def _reset_episode(self) -> None:
         self.found: set[int] = set()  # hops whose gold document has been seen
         self.seen: set[str] = set()  # every document id retrieved or opened
         self.submitted: str | None = None
+        self._gold = False  # a gold document surfaced this turn
 
     # --- Env hooks ---------------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
-        self._reset_episode()
-        return super().reset(seed=seed, options=options)
+    def new_episode(self, task: Task) -> None:
+        self.found, self.seen, self.submitted = set(), set(), None
+
+    def episode_over(self) -> bool:
+        """The first answer is final: later calls are not run, and a second answer cannot be paid."""
+        return self.submitted is not None
 
     def sample_task(self, options: Mapping[str, Any]) -> SearchTask:
         if "index" in options:
@@ -188,43 +191,37 @@ class SearchEnv(Env):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
+        answered_before = self.submitted is not None
         if not turn.tool_calls:
             return Step(
                 messages=[{"role": "user", "content": "Use a tool: search, open, or answer to submit your answer."}],
+                terminated=answered_before,
                 signals=self._signals(tool_ok=None, gold=False),
             )
-        messages: Messages = []
-        ok, gold, done = True, False, False
-        for call in turn.tool_calls:
-            if done:  # calls after `answer` are not run: the episode is over
-                messages.append(_tool_msg(call, "Error: not run, the episode ended with answer."))
-                ok = False
-                continue
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                messages.append(_tool_msg(call, parsed.message))
-                ok = False
-            elif isinstance(parsed, Search):
-                text, hit = self._search(parsed.query, parsed.k)
-                messages.append(_tool_msg(call, text))
-                gold |= hit
-            elif isinstance(parsed, Open):
-                text, found, hit = self._open(parsed.doc_id)
-                messages.append(_tool_msg(call, text))
-                ok &= found
-                gold |= hit
-            elif isinstance(parsed, Answer):
-                self.submitted = parsed.text
-                done = True
-                # Never say what the right answer was: the feedback must not leak it to later samples.
-                messages.append(_tool_msg(call, "Answer submitted."))
-        outcome = self.outcome()
+        self._gold = False
+        run = self.run_tools(turn)
+        done, outcome = self.submitted is not None, self.outcome()
         return Step(
-            messages=messages,
-            reward=outcome["reward"] if done else 0.0,
+            messages=run.messages,
+            reward=outcome["reward"] if done and not answered_before else 0.0,
             terminated=done,
-            signals=self._signals(tool_ok=ok, gold=gold, components=outcome["components"] if done else {}),
+            signals=self._signals(tool_ok=run.ok, gold=self._gold, components=outcome["components"] if done else {}),
         )
+
+    def on_search(self, args: Search) -> str:
+        text, hit = self._search(args.query, args.k)
+        self._gold |= hit
+        return text
+
+    def on_open(self, args: Open) -> ToolResult:
+        text, found, hit = self._open(args.doc_id)
+        self._gold |= hit
+        return ToolResult(text, ok=found)
+
+    def on_answer(self, args: Answer) -> str:
+        self.submitted = args.text
+        # Never say what the right answer was: the feedback must not leak it to later samples.
+        return "Answer submitted."
 
     def outcome(self) -> dict[str, Any]:
         answers = self.task.hidden["answers"]
@@ -276,7 +273,3 @@ class SearchEnv(Env):
             state_key=key,
             extra={"gold_retrieved": gold},
         )
-
-
-def _tool_msg(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}

@@ -3,7 +3,7 @@
 Each `Bug` names its repository, the edits that *inject* it (`(path, correct text, buggy text)`, the
 correct text occurring exactly once in the clean file) and the tests the bug breaks (FAIL_TO_PASS).
 PASS_TO_PASS is every other test of the repository. The gold patch is the inverse of the edits.
-`tests/envs/test_swe_instances.py` checks every instance against the real runner: the buggy tree
+`tests/envs/test_swe_instances.py` checks every instance with real pytest: the buggy tree
 fails exactly the FAIL_TO_PASS tests and the fixed tree passes them all.
 """
 

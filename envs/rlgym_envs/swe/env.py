@@ -15,7 +15,7 @@ Episode rules:
   then graded as it stands.
 - Grading: the tree's non-test files plus FRESH copies of the test files (`Instance.test_files`)
   go into a clean directory in the sandbox, and the FAIL_TO_PASS and PASS_TO_PASS tests run there.
-  Reward 1.0 iff all of them pass (0.0 if the code under test tampered with the runner). Editing,
+  Reward 1.0 iff all of them pass (0.0 when canaries or the patch screen void the grade). Editing,
   deleting or adding tests changes nothing.
 - Signals every step: `tool_ok` (every call of the turn valid and successful), `progress`
   (fraction of FAIL_TO_PASS tests passing, times the fraction of PASS_TO_PASS still passing),
@@ -23,7 +23,7 @@ Episode rules:
   (hash of the tree's non-test files), `reward_components` of the turn for gated accumulation:
   `submitted` (1 on the submitting turn), `files_modified` (source files this turn changed),
   `tests_passed` (graded fraction after the turn), `tool_ok` (fraction of the turn's calls that
-  succeeded). The graded signals are recomputed after turns that change a non-test file
+  succeeded), `outcome_level` (0 no submission < 1 empty patch < 2 tests fail < 3 tests pass). The graded signals are recomputed after turns that change a non-test file
   (`dense_signals=False` grades only at the end); the starting tree needs no run, as by definition
   FAIL_TO_PASS fails and PASS_TO_PASS passes on it.
 - `outcome()["components"]`: `resolved`, `submitted`, `modified` (any source file changed),
@@ -34,20 +34,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rlgym_envs.swe import tools as ops
-from rlgym_envs.swe.harness import TestHarness, TestRun
+from rlgym_envs.swe.grading import canary_test_files, screen_patch
+from rlgym_envs.swe.harness import TestHarness
 from rlgym_envs.swe.instances import Instance, builtin_instances, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import replacement_edits
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
+from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
-from rlgym_llm.core.tools import Tool, ToolError, parse_call
-from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolCall
+from rlgym_llm.core.tools import Tool
+from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals
 from rlgym_llm.sandbox import BACKENDS, Limits
 
 logger = logging.getLogger(__name__)
@@ -63,10 +66,23 @@ SYSTEM_PROMPT = (
 )
 NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submit()."
 MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
+BUILT_SET = Path(__file__).with_name("data") / "swe_v0.jsonl"  # `python -m rlgym_envs.swe.factory build`
+TIERS = ("real", "toy")
+# outcome_level signal: an ordered summary of where the episode ended (higher is better).
+NO_SUBMISSION, EMPTY_PATCH, TESTS_FAIL, TESTS_PASS = 0, 1, 2, 3
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+def selector_args(selector: str) -> list[str] | str:
+    """pytest arguments for a `run_tests` selector, or the error message for the model.
+
+    Paths, files and node ids are passed as they are; bare words become one `-k` expression.
+    """
+    paths, words = [], []
+    for part in selector.split():
+        if part.startswith("-"):
+            return f"Invalid selector {part!r}: give test ids, files, directories or words, not pytest options."
+        (words if re.fullmatch(r"\w+", part) else paths).append(part)
+    return paths + (["-k", " or ".join(words)] if words else [])
 
 
 def _clip(text: str, limit: int) -> str:
@@ -88,8 +104,11 @@ class SWEEnv(Env):
     """Repository bug fixing in a sandbox (see the module docstring for the episode rules).
 
     Args:
-        dataset: None for the shipped instances, a SWE-bench-style JSONL file (see
+        dataset: None for the shipped instances (see `tier`), a SWE-bench-style JSONL file (see
             `rlgym_envs.swe.swebench`), or a sequence of `Instance`s.
+        tier: which shipped instances `dataset=None` means: "real" (the default; bugs injected
+            into pinned releases of real projects, `data/swe_v0.jsonl`, sources fetched on first
+            use) or "toy" (24 bugs in six small libraries written for this project).
         instance_ids: keep only these instances.
         backend: the sandbox backend, "local" (default) or "docker".
         limits: limits of each test run (default: 60 s wall and CPU, 1 GiB).
@@ -98,13 +117,17 @@ class SWEEnv(Env):
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
         hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
             issue says what is wrong); grading still runs them.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = TOOLS
+    ignored_call = ToolResult("Ignored: the repository was already submitted.", ok=None)  # neither runs nor counts
 
     def __init__(
         self,
         dataset: str | Path | Sequence[Instance] | None = None,
+        tier: str = "toy",
         instance_ids: Sequence[str] | None = None,
         backend: str = "local",
         limits: Limits | Mapping[str, Any] | None = None,
@@ -112,21 +135,25 @@ class SWEEnv(Env):
         test_timeout: float = 10.0,
         dense_signals: bool = True,
         hide_tests: bool = False,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         problems = []
         if backend not in BACKENDS:
             problems.append(f"unknown sandbox backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        if tier not in TIERS:
+            problems.append(f"unknown tier {tier!r}; choose one of {list(TIERS)}")
         if not test_timeout > 0:
             problems.append(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
         if problems:
             raise ConfigError(problems)
-        if dataset is None:
+        if dataset is None and tier == "toy":
             instances: Sequence[Instance] = builtin_instances()
-        elif isinstance(dataset, (str, Path)):
+        elif dataset is None or isinstance(dataset, (str, Path)):
             from rlgym_envs.swe.swebench import load_instances
 
-            instances = load_instances(dataset)
+            instances = load_instances(BUILT_SET if dataset is None else dataset)
         else:
             instances = list(dataset)
         if instance_ids is not None:
@@ -142,36 +169,38 @@ class SWEEnv(Env):
         self.instances = tuple(instances)
         self.backend = backend
         self.limits = Limits.from_dict(dict(limits)) if isinstance(limits, Mapping) else limits
-        self.limits = self.limits or Limits(wall_s=60.0, cpu_s=60.0, memory_mb=1024, output_bytes=256 * 1024)
+        self.limits = self.limits or Limits(wall_s=60.0, cpu_s=60.0, memory_mb=1024, output_bytes=1024 * 1024)
         self.sandbox_options = dict(sandbox_options or {})
         self.test_timeout = float(test_timeout)
         self.dense_signals = dense_signals
         self._harness: TestHarness | None = None
         self._harness_image: str | None = None
+        self._canary_cache: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._warned_image = False
         self._instance: Instance = self.instances[0]
-        self._start_episode_state()
+        self._modified: set[str] = set()  # files the current turn changed
+        self.new_episode(None)
 
     # --- episode state ------------------------------------------------------------------------
 
-    def _start_episode_state(self) -> None:
+    def new_episode(self, task: Task | None) -> None:
         self._files: dict[str, str] = dict(self._instance.files)
         self._box_files: dict[str, str] | None = None  # what the sandbox's repo/ holds (None: nothing yet)
         self._submitted = False
         self._calls = self._ok_calls = 0
         self._start_key = _tree_key(self._files)
+        self._final: set[str] = set()  # tree keys graded with canaries and the patch screen
+        self._tamper: list[str] = []  # why this episode's grades are void (sticky for the episode)
         n_f2p = len(self._instance.fail_to_pass)
         # By definition FAIL_TO_PASS fails and PASS_TO_PASS passes on the starting tree.
         self._grades: dict[str, tuple[bool, ...]] = {
             self._start_key: tuple([False] * n_f2p + [True] * len(self._instance.pass_to_pass))
         }
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Messages, dict]:
-        messages, info = super().reset(seed=seed, options=options)
-        self._start_episode_state()
         if self._harness is not None:
             self._harness.new_episode()
-        return messages, info
+
+    def episode_over(self) -> bool:
+        return self._submitted
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         if "instance_id" in options:
@@ -226,8 +255,11 @@ class SWEEnv(Env):
             self._harness_image = image
         return self._harness
 
-    def _run_tests(self, selector: str) -> str:
+    def _run_tests(self, selector: str) -> tuple[str, bool]:
         inst = self._instance
+        args = selector_args(selector)
+        if isinstance(args, str):
+            return args, False
         if self._box_files is None:
             changed, fresh = dict(self._files), True
         else:
@@ -237,39 +269,77 @@ class SWEEnv(Env):
             "root": "repo",
             "fresh": fresh,
             "files": changed,
-            "selectors": selector.split(),
+            "python_path": list(inst.python_path),
             "test_timeout": self.test_timeout,
+            "runs": [{"args": ["-q", "--tb=short", *args]}],
         }
-        run = self._harness_for(inst).run(request)
+        (run,) = self._harness_for(inst).run(request)
         self._box_files = dict(self._files)
-        return _clip(run.report or "(no output)", MAX_REPORT_CHARS)
+        return _clip(run.log.strip() or "(no output)", MAX_REPORT_CHARS), True
 
-    def _grade(self) -> tuple[bool, ...]:
-        """The per-test pass vector of the current tree, graded with fresh test files (cached per tree)."""
+    def _grade(self, final: bool = False) -> tuple[bool, ...]:
+        """The per-test pass vector of the current tree, graded with fresh test files (cached per tree).
+
+        `final` (a grade that pays) also runs the canaries when every test passed: the same ids
+        with the FAIL_TO_PASS expectations mutated, in the same request and in random order.
+        A passing canary, or added lines that reach into the harness (`screen_patch`), void the grade.
+        """
         key = _tree_key(self._files)
-        if key not in self._grades:
-            inst = self._instance
-            files = {p: t for p, t in self._files.items() if not is_test_path(p)}
-            files.update(inst.test_files)
-            request = {
-                # A new directory each time: nothing an earlier run of the agent's code left can be in it.
-                "root": f"_grade_{secrets.token_hex(6)}",
-                "fresh": True,
-                "cleanup": True,
-                "files": files,
-                "ids": list(inst.tests),
-                "test_timeout": self.test_timeout,
-                "quiet": True,
-            }
-            # Hidden tests must not outlive the grading run: the agent's next test run starts from a wiped box.
-            hidden = any(inst.files.get(p) != t for p, t in inst.test_files.items())
-            run: TestRun = self._harness_for(inst).run(request, wipe_after=hidden and not self._submitted)
-            if hidden:
-                self._box_files = None
-            if run.tampered:
-                logger.info("task %s: the code under test tampered with the runner; graded 0", inst.id)
-            self._grades[key] = tuple(run.passed(t) for t in inst.tests)
-        return self._grades[key]
+        canaries = self._canaries() if final else ({}, [])
+        if key in self._grades and (not final or key in self._final or not canaries[1] or not all(self._grades[key])):
+            return self._grades[key]
+        inst = self._instance
+        ids = list(inst.tests)
+        files = {p: t for p, t in self._files.items() if not is_test_path(p)}
+        real = {"files": dict(inst.test_files), "args": ["--tb=no", "-q", *ids]}
+        runs = [real]
+        if final and canaries[1]:
+            runs.append({"files": {**inst.test_files, **canaries[0]}, "args": real["args"]})
+            if secrets.randbelow(2):  # the code under test cannot tell the runs apart by their order
+                runs.reverse()
+        request = {
+            # A new directory each time: nothing an earlier run of the agent's code left can be in it.
+            "root": f"_grade_{secrets.token_hex(6)}",
+            "fresh": True,
+            "cleanup": True,
+            "files": files,
+            "python_path": list(inst.python_path),
+            "test_timeout": self.test_timeout,
+            "runs": runs,
+        }
+        # Hidden tests must not outlive the grading run: the agent's next test run starts from a wiped box.
+        hidden = final or any(inst.files.get(p) != t for p, t in inst.test_files.items())
+        results = self._harness_for(inst).run(request, wipe_after=hidden and not self._submitted)
+        if hidden:
+            self._box_files = None
+        verdict = results[runs.index(real)].verdict(ids)
+        vector = tuple(verdict.passed(t) for t in ids)
+        if verdict.duplicated:
+            self._void(f"the test log reports {list(verdict.duplicated)[:3]} more than once")
+        if final and canaries[1] and all(vector):
+            canary = results[1 - runs.index(real)].verdict(ids)
+            forged = [t for t in canaries[1] if canary.statuses.get(t) in ("PASSED", "XFAIL")]
+            if forged or not canary.complete:
+                self._void(f"canary tests passed ({forged[:3]}): the results were forged")
+        if final:
+            findings = screen_patch(inst.files, self._files, is_test=is_test_path)
+            if findings:
+                self._void(f"the patch reaches into the test harness: {findings[:5]}")
+            self._final.add(key)
+        if self._tamper:
+            vector = tuple(False for _ in vector)
+        self._grades[key] = vector
+        return vector
+
+    def _canaries(self) -> tuple[dict[str, str], list[str]]:
+        inst = self._instance
+        if inst.id not in self._canary_cache:
+            self._canary_cache[inst.id] = canary_test_files(inst.test_files, inst.fail_to_pass)
+        return self._canary_cache[inst.id]
+
+    def _void(self, why: str) -> None:
+        logger.info("task %s: graded 0: %s", self._instance.id, why)
+        self._tamper.append(why)
 
     def close(self) -> None:
         if self._harness is not None:
@@ -280,34 +350,26 @@ class SWEEnv(Env):
     # --- stepping -----------------------------------------------------------------------------
 
     def respond(self, turn: AssistantTurn) -> Step:
-        messages: Messages = []
-        results: list[bool] = []
-        modified: set[str] = set()
-        submitted_now = False
+        self._modified = set()
+        submitted_before = self._submitted
         before = _tree_key(self._files)
-        for call in turn.tool_calls:
-            if self._submitted:  # calls after the submission (same turn) neither run nor count
-                messages.append(_tool_message(call, "Ignored: the repository was already submitted."))
-                continue
-            self._calls += 1
-            parsed = parse_call(call, self.tools)
-            if isinstance(parsed, ToolError):
-                messages.append(_tool_message(call, parsed.message))
-                results.append(False)
-                continue
-            text, ok = self._execute(parsed, modified)
-            if isinstance(parsed, Submit):
-                submitted_now = True
-            messages.append(_tool_message(call, text))
-            results.append(ok)
-        results += [False] * len(turn.parse_errors)  # calls the agent could not parse count as failed calls
-        self._calls += len(turn.parse_errors)
+        run = self.run_tools(turn)
+        messages = run.messages
+        results = [r for r in run.results if r is not None]
+        self._calls += len(results)
+        submitted_now = self._submitted and not submitted_before
+        modified = self._modified
+        # Calls the agent could not parse, and calls past the per-turn cap, count as failed calls.
+        results += [False] * (len(turn.parse_errors) + run.dropped)
+        self._calls += len(turn.parse_errors) + run.dropped
         self._ok_calls += sum(results)
         if not turn.tool_calls and not turn.parse_errors:
             messages.append({"role": "user", "content": NO_TOOL_CALL})
         tool_ok = all(results) if results else None
         source_changed = _tree_key(self._files) != before
-        if self._submitted or (self.dense_signals and source_changed):
+        if self._submitted:
+            self._grade(final=True)
+        elif self.dense_signals and source_changed:
             self._grade()
         # The reward is paid once, on the submitting step (a turn limit grades through `outcome`).
         reward = self.outcome()["reward"] if submitted_now else 0.0
@@ -318,24 +380,26 @@ class SWEEnv(Env):
         }
         return Step(messages, reward=reward, terminated=self._submitted, signals=self._signals(tool_ok, components))
 
-    def _execute(self, tool: Tool, modified: set[str]) -> tuple[str, bool]:
-        files = self._files
-        if isinstance(tool, ListFiles):
-            result = ops.list_files(files, tool.path)
-        elif isinstance(tool, ReadFile):
-            result = ops.read_file(files, tool.path, tool.start_line, tool.end_line)
-        elif isinstance(tool, EditFile):
-            result = ops.edit_file(files, tool.path, tool.old_str, tool.new_str)
-            if result.changed:
-                modified.add(result.changed)
-        elif isinstance(tool, RunTests):
-            return self._run_tests(tool.selector), True
-        elif isinstance(tool, Submit):
-            self._submitted = True
-            return "Submitted. The hidden tests will grade the repository as it is now.", True
-        else:  # a tool class listed in `tools` but not handled here is a bug of this env
-            raise TypeError(f"unhandled tool {type(tool).__name__}")
-        return result.text, result.ok
+    def on_list_files(self, args: ListFiles) -> ToolResult:
+        result = ops.list_files(self._files, args.path)
+        return ToolResult(result.text, result.ok)
+
+    def on_read_file(self, args: ReadFile) -> ToolResult:
+        result = ops.read_file(self._files, args.path, args.start_line, args.end_line)
+        return ToolResult(result.text, result.ok)
+
+    def on_edit_file(self, args: EditFile) -> ToolResult:
+        result = ops.edit_file(self._files, args.path, args.old_str, args.new_str)
+        if result.changed:
+            self._modified.add(result.changed)
+        return ToolResult(result.text, result.ok)
+
+    def on_run_tests(self, args: RunTests) -> ToolResult:
+        return ToolResult(*self._run_tests(args.selector))
+
+    def on_submit(self, args: Submit) -> str:
+        self._submitted = True
+        return "Submitted. The hidden tests will grade the repository as it is now."
 
     def invalid_action(self, problem: str) -> Step:
         step = super().invalid_action(problem)
@@ -347,7 +411,7 @@ class SWEEnv(Env):
     def _signals(self, tool_ok: bool | None, components: dict[str, float]) -> StepSignals:
         vector = self._known_grade()
         inst = self._instance
-        extra: dict[str, Any] = {"calls_made": self._calls}
+        extra: dict[str, Any] = {"calls_made": self._calls, "outcome_level": self._outcome_level(vector)}
         if vector is None:  # not graded yet (dense_signals=False): the last known values are not tracked
             return StepSignals(tool_ok=tool_ok, reward_components=components, extra=extra)
         progress = self._progress(vector)
@@ -366,8 +430,16 @@ class SWEEnv(Env):
         f2p, p2p = vector[:n_f2p], vector[n_f2p:]
         return (sum(f2p) / len(f2p) if f2p else 1.0) * (sum(p2p) / len(p2p) if p2p else 1.0)
 
+    def _outcome_level(self, vector: tuple[bool, ...] | None) -> int:
+        """0 no submission < 1 empty patch < 2 the patch fails tests < 3 every graded test passes."""
+        if not self._submitted:
+            return NO_SUBMISSION
+        if _tree_key(self._files) == self._start_key:
+            return EMPTY_PATCH
+        return TESTS_PASS if vector and all(vector) else TESTS_FAIL
+
     def outcome(self) -> dict[str, Any]:
-        vector = self._grade()
+        vector = self._grade(final=True)
         n_f2p = len(self._instance.fail_to_pass)
         f2p, p2p = vector[:n_f2p], vector[n_f2p:]
         resolved = float(all(vector))
@@ -383,5 +455,6 @@ class SWEEnv(Env):
                 "fail_to_pass": sum(f2p) / len(f2p) if f2p else 1.0,
                 "pass_to_pass": sum(p2p) / len(p2p) if p2p else 1.0,
                 "tool_ok": self._ok_calls / self._calls if self._calls else 0.0,
+                "tampered": float(bool(self._tamper)),
             },
         }

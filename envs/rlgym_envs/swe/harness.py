@@ -1,84 +1,67 @@
-"""Runs the in-box test runner (`runner.py`) in a sandbox, for the agent's test runs and for grading.
+"""Runs pytest in a sandbox for `rlgym/SWE-v0`, for the agent's test runs and for grading.
 
 One `TestHarness` per env holds one sandbox, started on first use and reused across episodes
-(wiped between them). Each test run is a single execution: `python3 -c <runner>` with a JSON request
-on stdin carrying the files to write first, so neither backend needs a file upload per edit.
+(wiped between them). A request is a single execution of `box_pytest.py` (`python3 -I -B -c`) with a
+JSON request on stdin carrying the files to write first, so neither backend needs a file upload per
+edit. The pinned pytest (`toolchain.ensure_pytest`) is mounted read-only at the same path.
 
     harness = TestHarness("local", Limits(wall_s=60))
-    run = harness.run({"root": "repo", "fresh": True, "files": files, "selectors": []})
-    run.results      # {test id: "PASS" | "FAIL"} as the runner reported them
-    run.report       # the readable report, machine lines removed
+    runs = harness.run({"root": "repo", "fresh": True, "files": files, "runs": [{"args": ["tests"]}]})
+    runs[0].log          # pytest's output
+    runs[0].verdict(ids) # per-test outcomes, judged on the host
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlgym_envs.swe.grading import Verdict, judge
+from rlgym_envs.swe.toolchain import ensure_pytest
 from rlgym_llm.sandbox import ExecResult, Limits, Sandbox, make_sandbox
 from rlgym_llm.sandbox.sync import run_sync
 
 logger = logging.getLogger(__name__)
 
-RUNNER_SOURCE = Path(__file__).with_name("runner.py").read_text(encoding="utf-8")
-PYTHON = "python3"  # the box's interpreter: the local backend runs it in its warm worker
+BOX_SOURCE = Path(__file__).with_name("box_pytest.py").read_text(encoding="utf-8")
+PYTHON = "python3"
+BOX_PYTEST_DIR = "/opt/rlgym/pytest"  # where a container sees the pinned pytest
+_SLACK_S = 5.0  # the sandbox's wall limit covers file writes and pytest start-up beyond the tests' budget
 
 
 @dataclass(frozen=True)
-class TestRun:
-    """One execution of the runner.
+class PytestRun:
+    """One pytest process of a request.
 
     Args:
-        results: per test id, "PASS" or "FAIL" (tests the run never reached are absent).
-        report: what the model may see: the runner's report with the machine lines removed.
-        complete: the runner reached its end (no timeout or crash cut it short).
-        tampered: the code under test modified the test machinery; no result counts.
-        exec_result: the sandbox's raw result.
+        log: pytest's output (stdout and stderr), as the box captured it.
+        exit_code: pytest's exit status (None when the whole execution failed).
+        timed_out: the run hit its time limit.
+        ok: the execution that held this run finished normally and reported it.
     """
 
-    results: dict[str, str]
-    report: str
-    complete: bool
-    tampered: bool
-    exec_result: ExecResult = field(repr=False)
+    log: str
+    exit_code: int | None
+    timed_out: bool
+    ok: bool
+    exec_result: ExecResult | None = field(default=None, repr=False)
 
-    def passed(self, test_id: str) -> bool:
-        """Whether the test passed in a run that finished untampered (a run cut short counts for nothing)."""
-        return self.complete and not self.tampered and self.results.get(test_id) == "PASS"
-
-
-def parse_output(stdout: str, nonce: str) -> tuple[dict[str, str], str, bool, bool]:
-    """(results, readable report, complete, tampered) from the runner's stdout for one nonce."""
-    tag = f"@@{nonce} "
-    results: dict[str, str] = {}
-    kept, complete, tampered = [], False, False
-    for line in stdout.splitlines():
-        if not line.startswith(tag):
-            kept.append(line)
-            continue
-        fields = line[len(tag) :].split(" ", 1)
-        if fields[0] in ("PASS", "FAIL") and len(fields) == 2:
-            if fields[1] in results:  # the runner reports each test once: a second line is forged
-                tampered = True
-            results[fields[1]] = fields[0]
-        elif fields[0] == "DONE":
-            complete = True
-        elif fields[0] == "TAMPERED":
-            tampered = True
-    return results, "\n".join(kept), complete, tampered
+    def verdict(self, ids: list[str] | tuple[str, ...]) -> Verdict:
+        """The host's reading of this run for the graded `ids` (a failed execution passes nothing)."""
+        verdict = judge(self.log, self.exit_code, ids, self.timed_out)
+        return verdict if self.ok else Verdict(verdict.statuses, False, verdict.duplicated)
 
 
 class TestHarness:
-    """A sandbox that runs test requests; see the module docstring.
+    """A sandbox that runs pytest requests; see the module docstring.
 
     Args:
         backend: the sandbox backend, "local" or "docker".
-        limits: limits of every execution (a test run's wall-clock budget is `limits.wall_s`).
-        options: backend options (e.g. `image` for docker).
+        limits: limits of every execution.
+        options: backend options (e.g. `image` for docker); `read_only_mounts` gains the pytest folder.
     """
 
     __test__ = False  # not a pytest class, despite the name
@@ -86,15 +69,19 @@ class TestHarness:
     def __init__(self, backend: str = "local", limits: Limits | None = None, **options: Any) -> None:
         self.backend = backend
         self.limits = limits or Limits()
-        self.options = options
+        host_dir = str(ensure_pytest())
+        # Local boxes see host folders at their own path; a container gets it at a fixed place
+        # (its /root, where the cache usually lives, is closed to the box's user).
+        self.pytest_dir = host_dir if backend == "local" else BOX_PYTEST_DIR
+        mounts = dict(options.pop("read_only_mounts", None) or {})
+        self.options = {**options, "read_only_mounts": {**mounts, host_dir: self.pytest_dir}}
         self._box: Sandbox | None = None
         self._dirty = False  # the box ran something since its last wipe
         self._wipe = False
-        # A fresh interpreter runs `site` first, which would import a `usercustomize` planted under
-        # $HOME (the writable work dir): `-I` skips user site-packages, PYTHON* variables and the cwd.
+        # `-I`: no user site-packages, PYTHON* variables or cwd on sys.path (the work dir is writable).
         # The local backend runs `python -c` inside its already started worker, so there is no startup.
         isolated = [] if backend == "local" else ["-I", "-B"]
-        self._argv = [PYTHON, *isolated, "-c", RUNNER_SOURCE]
+        self._argv = [PYTHON, *isolated, "-c", BOX_SOURCE]
 
     def _sandbox(self) -> Sandbox:
         if self._box is None:
@@ -111,33 +98,43 @@ class TestHarness:
         """Wipe the box before its next run (lazily: an episode that runs nothing costs nothing)."""
         self._wipe = True
 
-    def run(self, request: dict[str, Any], *, wipe_after: bool = False) -> TestRun:
-        """Execute one runner request (see `runner.py` for its fields).
+    def run(self, request: dict[str, Any], *, wipe_after: bool = False) -> list[PytestRun]:
+        """Execute one request (see `box_pytest.py` for its fields); one `PytestRun` per entry of `runs`.
 
-        `wipe_after` empties the box once the run is over, so files it wrote (hidden tests) cannot be
-        read by later runs of the agent's code.
+        Each run gets the sandbox's wall limit, less start-up slack, shared by the runs of a request.
+        `wipe_after` empties the box once the request is over, so files it wrote (hidden tests)
+        cannot be read by later runs of the agent's code.
         """
         box = self._sandbox()
-        nonce = secrets.token_hex(8)
-        payload = json.dumps({**request, "nonce": nonce})
+        n_runs = max(len(request["runs"]), 1)
+        budget = max((self.limits.wall_s - _SLACK_S) / n_runs, 1.0)
+        # JSON escaping can triple a log's size: keep the one stdout line under the box's output cap.
+        log_chars = self.limits.output_bytes // (3 * n_runs)
+        payload = json.dumps({"pytest_dir": self.pytest_dir, "timeout": budget, "log_chars": log_chars, **request})
         self._dirty = True
         result = run_sync(box.exec(self._argv, stdin=payload))
-        results, report, complete, tampered = parse_output(result.stdout, nonce)
-        if result.stderr.strip() and not complete:
-            report += "\n" + result.stderr.strip()[-2000:]
-        if result.timed_out:
-            report += f"\n[the test run was stopped after the {self.limits.wall_s:g}s time limit]"
-        elif result.oom_killed:
-            report += f"\n[the test run was stopped: it went over the {self.limits.memory_mb} MiB memory limit]"
-        elif not complete:
-            report += f"\n[the test run ended early (exit code {result.exit_code})]"
-        if result.truncated:
-            report += "\n[output was cut: too long]"
         if wipe_after:
             run_sync(box.reset())
             self._dirty = False
-        logger.debug("test run: %d results, complete=%s, %.3fs", len(results), complete, result.duration_s)
-        return TestRun(results, report.strip("\n"), complete, tampered, result)
+        try:
+            lines = result.stdout.strip().splitlines()
+            if len(lines) != 1:  # the box prints exactly one line; more is someone else's writing
+                raise ValueError(f"{len(lines)} lines")
+            reported = json.loads(lines[0])["runs"]
+            ok = result.ok and len(reported) == len(request["runs"])
+            runs = [PytestRun(r["log"], r["exit"], bool(r["timed_out"]), ok, result) for r in reported]
+        except (ValueError, KeyError, TypeError) as exc:
+            why = (
+                f"stopped after the {self.limits.wall_s:g}s time limit"
+                if result.timed_out
+                else f"stopped: over the {self.limits.memory_mb} MiB memory limit"
+                if result.oom_killed
+                else f"ended early (exit code {result.exit_code}; {exc})"
+            )
+            text = f"[the test run {why}]\n{result.stderr.strip()[-2000:]}".strip()
+            runs = [PytestRun(text, None, result.timed_out, False, result) for _ in request["runs"]]
+        logger.debug("pytest request: %d runs, ok=%s, %.3fs", len(runs), result.ok, result.duration_s)
+        return runs
 
     def close(self) -> None:
         """Stop the sandbox; idempotent."""

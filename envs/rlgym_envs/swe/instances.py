@@ -45,6 +45,8 @@ class Instance:
         pass_to_pass: tests that must keep passing.
         gold_files: the files the reference fix changes, in their fixed form (empty if unknown).
         image: the docker image to run the instance in (None: the backend's default).
+        python_path: repository folders put on `sys.path` besides its root (e.g. `src` layouts).
+        license: the repository's license (SPDX id), for instances built from real projects.
     """
 
     id: str
@@ -56,6 +58,8 @@ class Instance:
     pass_to_pass: tuple[str, ...]
     gold_files: Mapping[str, str] = field(default_factory=dict)
     image: str | None = None
+    python_path: tuple[str, ...] = ()
+    license: str | None = None
 
     @property
     def tests(self) -> tuple[str, ...]:
@@ -90,7 +94,8 @@ def read_repo(root: str | os.PathLike[str]) -> dict[str, str]:
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
         for name in sorted(filenames):
             path = Path(dirpath, name)
-            if path.is_symlink() or path.stat().st_size > _MAX_FILE_BYTES:
+            # Regular files only: a FIFO or device would block the read; a symlink could point outside.
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
                 continue
             try:
                 text = path.read_text(encoding="utf-8")
@@ -106,7 +111,7 @@ def read_repo(root: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def discover_test_ids(files: Mapping[str, str]) -> list[str]:
-    """Test ids found statically, as the in-box runner names them: unittest and plain test classes, test functions."""
+    """Test ids found statically, as pytest names them: unittest and plain test classes, test functions."""
     ids = []
     for path in sorted(files):
         name = PurePosixPath(path).name
