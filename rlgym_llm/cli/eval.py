@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     cfg, rc = load_or_print("eval", args)
     if cfg is None:
         return rc
+    if cfg.checkpoint is None and cfg.policy.model == "tiny":
+        print("note: the tiny model untrained scores ~0; pass checkpoint=<a run folder> to evaluate trained weights")
     command = ("rlgym eval " + " ".join(shlex.quote(o) for o in args.overrides)).strip()
     try:
         result, files = evaluation.run(cfg, command=command)

@@ -163,6 +163,16 @@ def _check_override(
     return None, "++" + override
 
 
+def _own_env(overrides: list[str]) -> list[str]:
+    """Naming your own env (`env.id=`, `env.entry_point=`, `env.module=`) without choosing an `env=`
+    option starts from `env=custom`, an empty env section: the default env's kwargs, oracle and
+    turn limit are replaced, never merged into yours."""
+    keys = {o.lstrip("+~").partition("=")[0] for o in overrides}
+    if keys & {"env.id", "env.entry_point", "env.module"} and "env" not in keys:
+        return ["env=custom", *overrides]
+    return overrides
+
+
 def load_config(
     config_name: str = "train",
     overrides: Sequence[str] = (),
@@ -181,6 +191,7 @@ def load_config(
         ConfigError: every problem found, each with its fix.
     """
     schema, rules = ROOTS[config_name]
+    overrides = _own_env(list(overrides))
     checked = [_check_override(o, schema, config_dir, extra) for o in overrides]
     early = [problem for problem, _ in checked if problem]
     data = compose(config_name, [o for problem, o in checked if not problem], config_dir, extra)

@@ -38,9 +38,11 @@ class EnvConfig:
     """Which environment, and which of its tasks.
 
     Args:
-        id: a registered env id, e.g. `rlgym/Math-v0`.
+        id: a registered env id, e.g. `rlgym/Math-v0`; null with `entry_point` set: `custom/<Class>-v0`.
         entry_point: `module:Class`; when set and `id` is not registered, it is registered first
             (toy envs and your own envs need no plugin package).
+        module: a module to import first, which registers its envs (`rlgym_llm.register(...)`);
+            modules in the working directory are found, as with `python -m`.
         max_turns: assistant turns per episode (the env's own limit may end it sooner).
         kwargs: constructor keyword arguments, e.g. `{difficulty: 1}`.
         oracle: `module:Class` of a scripted expert for this env (SFT warm-up data); null: none.
@@ -56,8 +58,9 @@ class EnvConfig:
         dataset_kwarg: the constructor keyword that takes `dataset`; null for envs without data sets.
     """
 
-    id: str = "rlgym/Math-v0"
+    id: str | None = "rlgym/Math-v0"
     entry_point: str | None = None
+    module: str | None = None
     max_turns: int = 6
     kwargs: dict[str, Any] = field(default_factory=dict)
     oracle: str | None = None
@@ -70,6 +73,10 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         _at_least_one(self, "max_turns")
+        if self.id is None:
+            if not self.entry_point:
+                raise ConfigError(["id: name your env: env.id=<registered id> or env.entry_point=module:Class"])
+            self.id = f"custom/{self.entry_point.rpartition(':')[2].rpartition('.')[2]}-v0"
         if (self.dataset or self.fields) and not self.dataset_kwarg:
             raise ConfigError(
                 [f"`env.dataset`/`env.fields`: {self.id} takes no data set (no env.dataset_kwarg); use env.kwargs"]
@@ -257,12 +264,19 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
     """`env.kwargs` (with the sandbox keyword) checked against the env's constructor, before anything
     is built: unknown names with the closest valid one, values that do not fit its annotations,
     required arguments missing. The env's module is imported (its class is needed), not run."""
-    import importlib
+    import sys
 
     from rlgym_llm.core import registry
     from rlgym_llm.core.errors import UnknownEnvError
 
     defaults: dict[str, Any] = {}
+    if env.module:
+        try:
+            registry.import_env_module(env.module)
+        except ImportError as e:
+            return [f"`env.module={env.module}` cannot be imported: {e}"]
+    if env.id is None:
+        return []  # reported by EnvConfig's own check
     if env.entry_point and env.id not in registry.list_envs():
         target: Any = env.entry_point
     else:
@@ -274,7 +288,8 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
     if isinstance(target, str):
         module, _, name = target.partition(":")
         try:
-            target = getattr(importlib.import_module(module), name)
+            registry.import_env_module(module)  # the working directory's modules too
+            target = getattr(sys.modules[module], name)
         except (ImportError, AttributeError) as e:
             return [f"the entry point {module}:{name} of {env.id} cannot be imported: {type(e).__name__}: {e}"]
     kwargs = env.call_kwargs(sandbox.backend if sandbox is not None else None)
