@@ -2,6 +2,7 @@
 
     rlgym envs                              # registered env ids, entry points and turn limits
     rlgym check-env rlgym/Math-v0 --fuzz 500
+    rlgym check-env my_envs:EchoEnv          # your own env, from a module in the working directory
     rlgym --version
 
 Each subcommand is a `(add_arguments, run)` pair in `COMMANDS`. `run` does its imports inside the
@@ -43,7 +44,8 @@ def _run_envs(args: argparse.Namespace) -> int:
 
 
 def _add_check_env(p: argparse.ArgumentParser) -> None:
-    p.add_argument("env_id", help="a registered id, e.g. rlgym/Math-v0")
+    p.add_argument("env_id", help="a registered id (rlgym/Math-v0), or module:Class of your own env (my_envs:EchoEnv)")
+    p.add_argument("--module", help="import this module first; it registers its envs (e.g. my_envs)")
     p.add_argument("--fuzz", type=int, default=300, metavar="N", help="hostile actions to send (default: 300)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default: 0)")
 
@@ -55,10 +57,17 @@ def _run_check_env(args: argparse.Namespace) -> int:
     if args.fuzz < 0:
         print("error: --fuzz must be >= 0", file=sys.stderr)
         return 2
+    from rlgym_llm.core import registry
+
     try:
-        report = run_checks(args.env_id, n_fuzz=args.fuzz, seed=args.seed)
-    except UnknownEnvError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if args.module:
+            registry.import_env_module(args.module)
+        env_id = registry.resolve(args.env_id)
+        report = run_checks(env_id, n_fuzz=args.fuzz, seed=args.seed)
+    except (UnknownEnvError, ImportError, AttributeError) as e:
+        print(
+            f"error: {type(e).__name__}: {e}" if not isinstance(e, UnknownEnvError) else f"error: {e}", file=sys.stderr
+        )
         return 2
     print(report.format())
     if not report.ok:

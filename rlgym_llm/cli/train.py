@@ -20,7 +20,13 @@ from rlgym_llm.core.errors import ConfigError, RlgymError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. credit=gated env=math trainer.steps=10")
-    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/)")
+    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/, or the wheel's copy)")
+    p.add_argument(
+        "--config-path",
+        action="append",
+        metavar="DIR",
+        help="a folder of your own configs (repeatable; also $RLGYM_CONFIG_PATH): DIR/env/mine.yaml is env=mine",
+    )
     p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 
@@ -30,7 +36,9 @@ def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
     from rlgym_llm.recipes import parts
 
     try:
-        cfg = parts.load(name, args.overrides, getattr(args, "config_dir", None))
+        cfg = parts.load(
+            name, args.overrides, getattr(args, "config_dir", None), getattr(args, "config_path", None) or ()
+        )
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return None, 2
@@ -45,21 +53,20 @@ def run_train(args: argparse.Namespace) -> int:
     cfg, rc = load_or_print("train", args)
     if cfg is None:
         return rc
-    from rich.console import Console
-
     from rlgym_llm.recipes import train
+    from rlgym_llm.recipes.parts import ProgressReporter
 
-    console = Console(stderr=True)
-    bar = _StepBar(cfg.trainer.steps, cfg.progress, console)
+    reporter = ProgressReporter(enabled=cfg.progress)
     try:
-        with bar:
-            summary = train.run(cfg, report=console.print, on_step=bar)
+        summary = train.run(cfg, report=reporter.line, progress=reporter)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except RlgymError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    finally:
+        reporter.close()
     fmt = lambda d: "n/a" if d is None else f"{d['success']:.3f}"  # noqa: E731
     print(f"\nrlgym train: {cfg.env.id}, credit={cfg.credit.method}, {summary['steps']} RL steps")
     if summary.get("sft"):
@@ -88,18 +95,20 @@ def run_sft(args: argparse.Namespace) -> int:
     cfg, rc = load_or_print("train", args)
     if cfg is None:
         return rc
-    from rich.console import Console
-
     from rlgym_llm.recipes import sft
+    from rlgym_llm.recipes.parts import ProgressReporter
 
+    reporter = ProgressReporter(enabled=cfg.progress)
     try:
-        result = sft.run(cfg, report=Console(stderr=True).print)
+        result = sft.run(cfg, report=reporter.line, progress=reporter)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except RlgymError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    finally:
+        reporter.close()
     print(f"rlgym sft: {cfg.env.id}, {result['steps']} steps on {result['episodes']} oracle episodes")
     if result["success_before"] is not None:
         print(
@@ -108,35 +117,3 @@ def run_sft(args: argparse.Namespace) -> int:
         )
     print(f"  model: {result['model']}  ({result['seconds']:.0f} s)")
     return 0
-
-
-class _StepBar:
-    """A rich progress bar over RL steps, showing the last step's success and time split. It appears
-    with the first step's record, so the SFT warm-up's lines print above no empty bar."""
-
-    def __init__(self, total: int, enabled: bool, console: Any):
-        self.total, self.enabled, self.console = total, enabled, console
-        self.progress: Any = None
-
-    def __call__(self, r: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        if self.progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            columns = (TextColumn("[bold]RL"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"))
-            self.progress = Progress(*columns, TimeElapsedColumn(), console=self.console)
-            self.task = self.progress.add_task("RL", total=self.total, status="")
-            self.progress.start()
-        status = (
-            f"success {r['success']:.2f} reward {r['reward']:.2f} zero-var {r['zero_variance_share']:.2f} "
-            f"| rollout {r['time_rollout_s']:.1f}s update {r['time_update_s']:.1f}s"
-        )
-        self.progress.update(self.task, completed=r["step"], status=status)
-
-    def __enter__(self) -> _StepBar:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.progress is not None:
-            self.progress.stop()

@@ -38,9 +38,11 @@ class EnvConfig:
     """Which environment, and which of its tasks.
 
     Args:
-        id: a registered env id, e.g. `rlgym/Math-v0`.
+        id: a registered env id, e.g. `rlgym/Math-v0`; null with `entry_point` set: `custom/<Class>-v0`.
         entry_point: `module:Class`; when set and `id` is not registered, it is registered first
             (toy envs and your own envs need no plugin package).
+        module: a module to import first, which registers its envs (`rlgym_llm.register(...)`);
+            modules in the working directory are found, as with `python -m`.
         max_turns: assistant turns per episode (the env's own limit may end it sooner).
         kwargs: constructor keyword arguments, e.g. `{difficulty: 1}`.
         oracle: `module:Class` of a scripted expert for this env (SFT warm-up data); null: none.
@@ -48,19 +50,48 @@ class EnvConfig:
         test_seed_start: held-out tasks for the before/after success measure start here.
         sandbox_kwarg: the constructor keyword that takes the sandbox backend name (code/swe envs);
             null for envs that run no code.
+        dataset: the env's tasks from a data set: a JSONL or Parquet file, or a Hugging Face
+            `datasets` folder (`save_to_disk`); passed as the env's `dataset_kwarg` (Math: `dataset`,
+            Code: `tasks`, Search: `qa_path`, with its corpus in `env.kwargs.corpus_path`).
+        fields: the data set's column for each field the env reads, e.g. `{question: problem}`;
+            passed as the env's `fields`.
+        dataset_kwarg: the constructor keyword that takes `dataset`; null for envs without data sets.
     """
 
-    id: str = "rlgym/Math-v0"
+    id: str | None = "rlgym/Math-v0"
     entry_point: str | None = None
+    module: str | None = None
     max_turns: int = 6
     kwargs: dict[str, Any] = field(default_factory=dict)
     oracle: str | None = None
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
     sandbox_kwarg: str | None = None
+    dataset: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    dataset_kwarg: str | None = None
 
     def __post_init__(self) -> None:
         _at_least_one(self, "max_turns")
+        if self.id is None:
+            if not self.entry_point:
+                raise ConfigError(["id: name your env: env.id=<registered id> or env.entry_point=module:Class"])
+            self.id = f"custom/{self.entry_point.rpartition(':')[2].rpartition('.')[2]}-v0"
+        if (self.dataset or self.fields) and not self.dataset_kwarg:
+            raise ConfigError(
+                [f"`env.dataset`/`env.fields`: {self.id} takes no data set (no env.dataset_kwarg); use env.kwargs"]
+            )
+
+    def call_kwargs(self, sandbox_backend: str | None = None) -> dict[str, Any]:
+        """The env's constructor keywords: `kwargs`, the sandbox backend and the data set."""
+        kwargs = dict(self.kwargs)
+        if self.sandbox_kwarg and sandbox_backend is not None:
+            kwargs.setdefault(self.sandbox_kwarg, sandbox_backend)
+        if self.dataset and self.dataset_kwarg:
+            kwargs[self.dataset_kwarg] = self.dataset
+        if self.fields:
+            kwargs["fields"] = dict(self.fields)
+        return kwargs
 
 
 @dataclass
@@ -233,12 +264,19 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
     """`env.kwargs` (with the sandbox keyword) checked against the env's constructor, before anything
     is built: unknown names with the closest valid one, values that do not fit its annotations,
     required arguments missing. The env's module is imported (its class is needed), not run."""
-    import importlib
+    import sys
 
     from rlgym_llm.core import registry
     from rlgym_llm.core.errors import UnknownEnvError
 
     defaults: dict[str, Any] = {}
+    if env.module:
+        try:
+            registry.import_env_module(env.module)
+        except ImportError as e:
+            return [f"`env.module={env.module}` cannot be imported: {e}"]
+    if env.id is None:
+        return []  # reported by EnvConfig's own check
     if env.entry_point and env.id not in registry.list_envs():
         target: Any = env.entry_point
     else:
@@ -250,12 +288,11 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
     if isinstance(target, str):
         module, _, name = target.partition(":")
         try:
-            target = getattr(importlib.import_module(module), name)
+            registry.import_env_module(module)  # the working directory's modules too
+            target = getattr(sys.modules[module], name)
         except (ImportError, AttributeError) as e:
             return [f"the entry point {module}:{name} of {env.id} cannot be imported: {type(e).__name__}: {e}"]
-    kwargs = dict(env.kwargs)
-    if env.sandbox_kwarg and sandbox is not None:
-        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
+    kwargs = env.call_kwargs(sandbox.backend if sandbox is not None else None)
     return validation.check_call(target, kwargs, "env.kwargs.", given=defaults)
 
 

@@ -10,8 +10,10 @@ the `rlgym_llm.envs` entry-point group: each entry point names a function that c
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import logging
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +65,8 @@ def load_plugins(force: bool = False) -> None:
     if _plugins_loaded and not force:
         return
     _plugins_loaded = True
+    if "toy/Counter-v0" not in gymnasium.registry:  # the library's own toy env: the demo's, and `env=counter`'s
+        register("toy/Counter-v0", "rlgym_llm.testing.toy:CounterEnv", max_turns=4)
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             hook = ep.load()
@@ -77,6 +81,33 @@ def load_plugins(force: bool = False) -> None:
                 type(e).__name__,
                 e,
             )
+
+
+def import_env_module(name: str) -> None:
+    """Import a module that registers envs when imported. The working directory is searched too
+    (the `rlgym` script, unlike `python -m`, does not put it on `sys.path`), so a local
+    `my_envs.py` is found from the folder it is in."""
+    import sys
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    importlib.import_module(name)
+
+
+def resolve(target: str) -> str:
+    """An env id, or `module:Class` registered first as `custom/<Class>-v0` (what `rlgym check-env`
+    and `env.entry_point` accept): the id to `make`."""
+    if ":" not in target or "/" in target.partition(":")[0]:
+        return target
+    module, _, name = target.partition(":")
+    env_id = f"custom/{name.rpartition('.')[2]}-v0"
+    import_env_module(module)
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)  # AttributeError now, not inside make()
+    if env_id not in gymnasium.registry:
+        register(env_id, target)
+    return env_id
 
 
 def spec(env_id: str) -> gymnasium.envs.registration.EnvSpec:

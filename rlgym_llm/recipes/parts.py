@@ -19,6 +19,7 @@ from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, S
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.rollout.manager import Agent, RolloutConfig
 from rlgym_llm.rollout.policy import TrainablePolicy
+from rlgym_llm.rollout.progress import ProgressReporter as ProgressReporter  # re-exported for the CLI
 
 if TYPE_CHECKING:
     from rlgym_llm.rollout.device import Compute
@@ -27,13 +28,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def load(config_name: str, overrides: Sequence[str] = (), config_dir: str | os.PathLike | None = None) -> Any:
-    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides.
+def load(
+    config_name: str,
+    overrides: Sequence[str] = (),
+    config_dir: str | os.PathLike | None = None,
+    extra: Sequence[str | os.PathLike] = (),
+) -> Any:
+    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides; `extra`
+    config folders add options to the main tree (`rlgym_llm.config.compose.search_path`).
 
     Raises:
         ConfigError: every problem of the config, each with its fix.
     """
-    return load_config(config_name, overrides, config_dir)
+    return load_config(config_name, overrides, config_dir, extra)
 
 
 def config_yaml(cfg: Any) -> str:
@@ -132,24 +139,27 @@ def import_object(target: str) -> Any:
 
 
 def register_env(env: EnvConfig) -> None:
-    """Register `env.id` from `env.entry_point` when it is not registered yet (toy and user envs)."""
-    if env.entry_point and env.id not in rlgym_llm.list_envs():
+    """Import `env.module` (it registers its envs), and register `env.id` from `env.entry_point`
+    when it is not registered yet (toy and user envs)."""
+    from rlgym_llm.core import registry
+
+    if env.module:
+        registry.import_env_module(env.module)
+    if env.id and env.entry_point and env.id not in rlgym_llm.list_envs():
+        registry.import_env_module(env.entry_point.partition(":")[0])  # make() imports it: find local modules
         rlgym_llm.register(env.id, env.entry_point, max_turns=env.max_turns)
 
 
 def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str, Any]:
-    """Constructor kwargs of the env (the sandbox backend included for envs that run code)."""
-    kwargs = dict(env.kwargs)
-    if env.sandbox_kwarg and sandbox is not None:
-        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
-    return kwargs
+    """Constructor kwargs of the env (the sandbox backend and the data set included)."""
+    return env.call_kwargs(sandbox.backend if sandbox is not None else None)
 
 
 def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callable[[], Any]:
     """A zero-argument factory of fresh envs."""
     register_env(env)
-    kwargs = env_kwargs(env, sandbox)
-    return lambda: rlgym_llm.make(env.id, max_turns=env.max_turns, **kwargs)
+    kwargs, env_id = env_kwargs(env, sandbox), str(env.id)  # a validated config always names its env
+    return lambda: rlgym_llm.make(env_id, max_turns=env.max_turns, **kwargs)
 
 
 def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
@@ -180,6 +190,21 @@ def model_dir(policy: PolicyConfig) -> Path:
     from rlgym_llm.rollout.hub import resolve_model
 
     return resolve_model(policy.model)
+
+
+def setup_model(
+    policy: PolicyConfig, report: Callable[[str], None], on: Compute | None = None
+) -> tuple[Any, Any, Path]:
+    """(model, tokenizer, folder) of `policy.model` on `on`'s device, with a report line before and
+    after (building or converting a built-in model the first time takes a while)."""
+    import time
+
+    t0 = time.perf_counter()
+    report(f"setup: model {policy.model} ...")
+    folder = model_dir(policy)
+    model, tokenizer = load_model(folder, on)
+    report(f"setup: model {policy.model} loaded from {folder} ({time.perf_counter() - t0:.0f} s)")
+    return model, tokenizer, folder
 
 
 def compute(device: str, dtype: str) -> Compute:

@@ -21,6 +21,7 @@ from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.recipes import parts
 from rlgym_llm.rollout.manager import Agent, RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
+from rlgym_llm.rollout.progress import ProgressReporter
 
 if TYPE_CHECKING:
     from rlgym_llm.rollout.device import Compute
@@ -40,6 +41,7 @@ def warm_up(
     out: Path,
     force: bool = False,
     report: Report = logger.info,
+    progress: ProgressReporter | None = None,
     on: Compute | None = None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """SFT on oracle demonstrations, saved to `out/sft_model`; or the weights of an earlier warm-up
@@ -59,23 +61,30 @@ def warm_up(
     if not cfg.env.oracle:
         raise ConfigError([f"SFT needs an oracle for {cfg.env.id}: set env.oracle=module:Class"])
     t0 = time.perf_counter()
+    progress = progress or ProgressReporter(enabled=False)
     seeds = range(cfg.env.train_seed_start, cfg.env.train_seed_start + cfg.sft.episodes)
-    demos = oracle_trajectories(
-        make_env,
-        agent,
-        tokenizer,
-        parts.oracle_factory(cfg.env.oracle),
-        seeds,
-        cfg.env.max_turns,
-        idle_prob=cfg.sft.idle_prob,
-        successful_only=cfg.sft.successful_only,
-        env_in_thread=cfg.env.sandbox_kwarg is not None,
-        max_failed_share=cfg.trainer.max_failed_share,
-    )
+    with progress.phase("SFT demonstrations", cfg.sft.episodes) as shown:
+        demos = oracle_trajectories(
+            make_env,
+            agent,
+            tokenizer,
+            parts.oracle_factory(cfg.env.oracle),
+            seeds,
+            cfg.env.max_turns,
+            idle_prob=cfg.sft.idle_prob,
+            successful_only=cfg.sft.successful_only,
+            env_in_thread=cfg.env.sandbox_kwarg is not None,
+            max_failed_share=cfg.trainer.max_failed_share,
+            on_episode=shown,
+        )
     if not any(t.reward > 0 for t in demos):
         raise ConfigError(["the oracle solved none of the SFT episodes; check env.oracle and env.max_turns"])
     pad = tokenizer.pad_token_id or 0
-    losses = sft(model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, compute=on)
+    with progress.phase("SFT steps", cfg.sft.steps) as shown:
+        step = lambda i, loss: shown.advance(status=f"loss {loss:.3f}")  # noqa: E731
+        losses = sft(
+            model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, on_step=step, compute=on
+        )
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     demo_success = sum(t.reward > 0 for t in demos) / len(demos)
@@ -99,7 +108,7 @@ def held_out_manager(
     return manager
 
 
-def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
+def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReporter | None = None) -> dict[str, Any]:
     """`rlgym sft`: warm-up on oracle demonstrations; held-out success before and after it.
 
     Writes `out_dir/sft_model` and `out_dir/sft_summary.json`; returns the summary.
@@ -117,9 +126,8 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
     out = parts.run_folder(cfg, "sft")
     report(f"run folder: {out}")
     on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
-    folder = parts.model_dir(cfg.policy)
+    model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
-    model, tokenizer = parts.load_model(folder, on)
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
 
@@ -129,12 +137,14 @@ def run(cfg: TrainConfig, report: Report = logger.info) -> dict[str, Any]:
         policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
         try:
             with held_out_manager(cfg, make_env, agent, policy) as manager:
-                return evaluate(manager, seeds, cfg.trainer.max_failed_share)["success"]
+                return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
         finally:
             asyncio.run(policy.close())
 
     before = success(model)
-    model, info = warm_up(cfg, model, tokenizer, agent, make_env, out, force=True, report=report, on=on)
+    model, info = warm_up(
+        cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress, on=on
+    )
     after = success(model)
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}

@@ -24,19 +24,24 @@ from rlgym_llm.recipes import parts
 from rlgym_llm.recipes.sft import Report, held_out_manager, warm_up
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy
+from rlgym_llm.rollout.progress import ProgressReporter
 
 logger = logging.getLogger(__name__)
 
 
 def run(
-    cfg: TrainConfig, report: Report = logger.info, on_step: Callable[[dict[str, Any]], None] | None = None
+    cfg: TrainConfig,
+    report: Report = logger.info,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+    progress: ProgressReporter | None = None,
 ) -> dict[str, Any]:
     """Train as `cfg` says; returns the summary written to `out_dir/summary.json`.
 
     Args:
         cfg: a validated config (`load_config("train", overrides)`).
-        report: receives progress lines (SFT, resume).
-        on_step: receives each RL step's metrics record (e.g. a progress bar).
+        report: receives progress lines (setup, SFT, resume).
+        on_step: receives each RL step's metrics record.
+        progress: shows every phase (SFT, RL steps and their rollouts, held-out evaluations).
     """
     import torch
 
@@ -55,16 +60,16 @@ def run(
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
     # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
+    progress = progress or ProgressReporter(enabled=False)
     t = cfg.trainer
     on = parts.compute(t.device, t.dtype)
-    folder = parts.model_dir(cfg.policy)
+    model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
-    model, tokenizer = parts.load_model(folder, on)
     # 2. agent: messages <-> tokens, model text -> actions
     agent = parts.build_agent(cfg.agent, tokenizer)
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
-        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, on=on)
+        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
 
@@ -117,6 +122,7 @@ def run(
             eval_rollouts=held_out,
             train_seed_start=cfg.env.train_seed_start,
             test_seed_start=cfg.env.test_seed_start,
+            progress=progress,
         )
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
@@ -135,7 +141,8 @@ def run(
     title = f"{cfg.env.id} · {cfg.credit.method} · {cfg.policy.model} model · {t.group_size} samples/task"
     before = (summary["before"] or {}).get("success")
     after = (summary["after"] or {}).get("success")
-    curve = learning_curve(records, out / "curve.png", title, before, after) if records else None
+    warmed_up = cfg.sft.enabled or cfg.sft.init is not None
+    curve = learning_curve(records, out / "curve.png", title, before, after, after_sft=warmed_up) if records else None
     summary.update(sft=sft_info, total_wall_s=time.perf_counter() - start, out_dir=str(out))
     import resource  # Unix only, like the sandboxes
 

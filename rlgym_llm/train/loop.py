@@ -21,7 +21,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from rlgym_llm.credit.trajectories import group_key
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
+from rlgym_llm.rollout.progress import ProgressReporter
 from rlgym_llm.train import checkpoint
 from rlgym_llm.train.config import TrainerConfig
 from rlgym_llm.train.credit_inputs import CreditAssigner
@@ -57,6 +58,7 @@ class RunParts:
             policy is re-seeded before each evaluation so both see the same sampling seeds.
         train_seed_start: step k trains on task seeds train_seed_start + k * tasks_per_step + i.
         test_seed_start: first seed of the held-out tasks of `evaluate`.
+        progress: shows the RL steps, each step's rollouts and the held-out evaluations.
     """
 
     rollouts: RolloutManager
@@ -67,6 +69,7 @@ class RunParts:
     eval_rollouts: RolloutManager | None = None
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
+    progress: ProgressReporter = field(default_factory=lambda: ProgressReporter(enabled=False))
 
 
 def task_seeds(start: int, tasks_per_step: int, step: int) -> list[int]:
@@ -92,7 +95,12 @@ def _kept_groups(trajectories: Sequence[Trajectory], keep: np.ndarray) -> int:
     return len({group_key(t) for t, k in zip(trajectories, keep) if k})
 
 
-def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: float = 1.0) -> dict[str, float]:
+def evaluate(
+    manager: RolloutManager,
+    seeds: Sequence[int],
+    max_failed_share: float = 1.0,
+    progress: ProgressReporter | None = None,
+) -> dict[str, float]:
     """Mean success and reward of one sampled episode per held-out task.
 
     Raises:
@@ -100,7 +108,7 @@ def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: fl
     """
     if isinstance(manager.policy, SeededPolicy):
         manager.policy.calls = 0  # the same sampling seeds before and after training
-    trajs = manager.run_sync(list(seeds))
+    trajs = _run_shown(manager, list(seeds), progress, "held-out eval")
     check_failures(trajs, max_failed_share, "held-out evaluation", "trainer.max_failed_share")
     ok = [t for t in trajs if not t.failed]
     return {
@@ -108,6 +116,18 @@ def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: fl
         "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
         "failed": float(len(trajs) - len(ok)),
     }
+
+
+def _run_shown(manager: RolloutManager, seeds: list[int], progress: ProgressReporter | None, what: str) -> list[Any]:
+    """`manager.run_sync(seeds)`, its episodes counted by a progress phase."""
+    if progress is None:
+        return manager.run_sync(seeds)
+    with progress.phase(what, len(seeds) * manager.config.group_size) as phase:
+        manager.on_episode = phase
+        try:
+            return manager.run_sync(seeds)
+        finally:
+            manager.on_episode = None
 
 
 def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
@@ -121,7 +141,8 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     """
     # 1. collect: G samples per task, identical seeds within a group
     t0, c0 = time.perf_counter(), time.process_time()
-    trajs = run.rollouts.run_sync(task_seeds(run.train_seed_start, cfg.tasks_per_step, step))
+    seeds = task_seeds(run.train_seed_start, cfg.tasks_per_step, step)
+    trajs = _run_shown(run.rollouts, seeds, run.progress, f"RL step {step + 1} rollouts")
     check_failures(trajs, cfg.max_failed_share, f"RL step {step + 1}", "trainer.max_failed_share")
     tokens, failures = run.rollouts.stats.completion_tokens, Counter(run.rollouts.stats.failures)
     t1, c1 = time.perf_counter(), time.process_time()
@@ -206,6 +227,14 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     return record
 
 
+def _step_status(r: dict[str, Any]) -> str:
+    held_out = f" held-out {r['eval_success']:.2f}" if "eval_success" in r else ""
+    return (
+        f"success {r['success']:.2f} reward {r['reward']:.2f}{held_out} zero-var {r['zero_variance_share']:.2f}"
+        f" | rollout {r['time_rollout_s']:.0f}s update {r['time_update_s']:.0f}s"
+    )
+
+
 def _select(
     trajectories: Sequence[Trajectory], credit: CreditResult, filter_zero: bool
 ) -> tuple[list[Trajectory], list[np.ndarray], np.ndarray]:
@@ -282,31 +311,34 @@ def train(
         log.truncate(0)
     test_seeds = list(range(run.test_seed_start, run.test_seed_start + cfg.eval_tasks))
     if state["before"] is None and run.eval_rollouts is not None and cfg.eval_tasks:
-        state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
+        state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     start_wall = time.perf_counter()
     done = state["step"]
-    for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
-        record = step_once(run, cfg, step)
-        done = step + 1
-        if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
-            held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
-            record.update({f"eval_{k}": v for k, v in held_out.items()})
-        log.write(record)
-        if on_step is not None:
-            on_step(record)
-        if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
-            checkpoint.save(
-                ckpt_dir,
-                done,
-                model,
-                trainer.optimizer,
-                trainer.scheduler,
-                extra={"before": state["before"], "sampling_calls": seeded.calls if seeded else 0},
-                keep=cfg.keep_checkpoints,
-                torch_extra={"credit": run.credit.state_dict()},
-            )
-        if stop_after is not None and done_here >= stop_after:
-            break
+    with run.progress.phase("RL steps", cfg.steps) as steps_phase:
+        steps_phase.done = done  # a resumed run starts at its checkpoint's step
+        for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
+            record = step_once(run, cfg, step)
+            done = step + 1
+            if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
+                held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
+                record.update({f"eval_{k}": v for k, v in held_out.items()})
+            log.write(record)
+            steps_phase.advance(status=_step_status(record))
+            if on_step is not None:
+                on_step(record)
+            if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
+                checkpoint.save(
+                    ckpt_dir,
+                    done,
+                    model,
+                    trainer.optimizer,
+                    trainer.scheduler,
+                    extra={"before": state["before"], "sampling_calls": seeded.calls if seeded else 0},
+                    keep=cfg.keep_checkpoints,
+                    torch_extra={"credit": run.credit.state_dict()},
+                )
+            if stop_after is not None and done_here >= stop_after:
+                break
     log.close()
     records = log.read()
     finished = done >= cfg.steps
@@ -317,7 +349,7 @@ def train(
         if "eval_success" in last and last["step"] == cfg.steps:
             after = {k: last[f"eval_{k}"] for k in ("success", "reward", "failed")}
         else:
-            after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share)
+            after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     return {
         "steps": len(records),
         "before": state["before"],

@@ -27,6 +27,7 @@ def learning_curve(
     title: str,
     before: float | None = None,
     after: float | None = None,
+    after_sft: bool = False,
 ) -> Path:
     """Plot `success` and `reward` of each step's rollouts (raw and a 3-step trailing mean).
 
@@ -36,6 +37,7 @@ def learning_curve(
         title: the figure title.
         before, after: held-out success before and after training; with the records'
             `eval_success` values they make the held-out line.
+        after_sft: RL started from an SFT warm-up (said on the x axis).
     """
     try:
         import matplotlib
@@ -45,13 +47,31 @@ def learning_curve(
     except ImportError as e:
         raise MissingDependencyError("matplotlib", "train", "the learning-curve plot") from e
 
+    fig = curve_figure(records, title, before, after, after_sft)
+    out = Path(path)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def curve_figure(
+    records: Sequence[Mapping[str, Any]],
+    title: str,
+    before: float | None = None,
+    after: float | None = None,
+    after_sft: bool = False,
+) -> Any:
+    """The matplotlib figure of `learning_curve` (the caller closes it)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     steps = [r["step"] for r in records]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     # success solid, reward dashed: with a 0/1 reward the two coincide and both stay visible
     for key, color, style in (("success", "tab:blue", "-"), ("reward", "tab:orange", "--")):
         values = [r.get(key, 0.0) or 0.0 for r in records]
-        ax.plot(steps, values, color=color, alpha=0.3, lw=1, ls=style)
-        ax.plot(steps, _smooth(values, 3), color=color, lw=2, ls=style, label=f"train {key} (3-step mean)")
+        ax.plot(steps, values, color=color, alpha=0.3, lw=1, ls=style, zorder=3)
+        ax.plot(steps, _smooth(values, 3), color=color, lw=2, ls=style, zorder=4, label=f"train {key} (3-step mean)")
     # held-out success: before training (step 0), every periodic evaluation, after training
     held = [(r["step"], r["eval_success"]) for r in records if r.get("eval_success") is not None]
     if before is not None:
@@ -61,15 +81,14 @@ def learning_curve(
     if held:
         xs, ys = zip(*held)
         label = "held-out success" + (f": {ys[0]:.2f} -> {ys[-1]:.2f}" if len(ys) > 1 else f": {ys[0]:.2f}")
-        ax.plot(xs, ys, color="green", marker="o", lw=2.5, zorder=5, label=label)
-    ax.set_xlabel("RL step (after SFT warm-up)")
+        # under the training lines, dotted, with its points marked: where they meet, both stay visible
+        ax.plot(xs, ys, color="green", marker="o", ms=5, lw=1.5, ls=":", alpha=0.8, zorder=2, label=label)
+    ax.set_xlabel("RL step (after SFT warm-up)" if after_sft else "RL step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return fig

@@ -100,6 +100,7 @@ def oracle_trajectories(
     successful_only: bool = True,
     env_in_thread: bool = False,
     max_failed_share: float = 1.0,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
     """Oracle episodes over `seeds`, played by `OraclePolicy` through a `RolloutManager`.
 
@@ -114,6 +115,7 @@ def oracle_trajectories(
         env_in_thread: step the envs in worker threads (envs that run code).
         max_failed_share: raise `TooManyFailuresError` (with the first error) when more than this
             share of the episodes failed.
+        on_episode: called with each finished episode (a progress bar).
 
     Episodes that failed (the env or the oracle raised) are left out and logged; demonstrations
     have no context limit (the model's `max_context` only bounds its own rollouts).
@@ -121,7 +123,9 @@ def oracle_trajectories(
     config = RolloutConfig(
         group_size=1, max_turns=max_turns, max_context=sys.maxsize, token_check="off", env_in_thread=env_in_thread
     )
-    with RolloutManager(env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config) as manager:
+    with RolloutManager(
+        env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config, on_episode=on_episode
+    ) as manager:
         trajs = manager.run_sync([int(s) for s in seeds])
     check_failures(trajs, max_failed_share, "SFT demonstrations", "trainer.max_failed_share")
     failed = [t for t in trajs if t.failed]

@@ -39,7 +39,8 @@ def plugin_path(tmp_path_factory):
 
 
 def rlgym(plugin_path, *args):
-    env = {**os.environ, "PYTHONPATH": plugin_path, "PYTHONWARNINGS": "ignore"}
+    path = os.pathsep.join(p for p in (plugin_path, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore"}
     cmd = [sys.executable, "-m", "rlgym_llm.cli.main", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
 
@@ -56,12 +57,14 @@ def test_envs_lists_built_in_and_plugin_ids_with_entry_points_and_turn_limits(pl
     assert rows["toy/Guess-v0"] == ["rlgym_llm.testing.toy:GuessNumberEnv", "max_turns=10"]
     assert rows["toy/Leaky-v0"] == ["toyplug:LeakyEnv", "max_turns=none"]
     assert rows["rlgym/Math-v0"] == ["rlgym_envs.math.env:MathEnv", "max_turns=6"]
+    assert rows["toy/Counter-v0"] == ["rlgym_llm.testing.toy:CounterEnv", "max_turns=4"]  # the default env
     assert list(rows) == sorted(rows)
 
 
 def test_envs_filters_by_namespace(plugin_path):
     out = rlgym(plugin_path, "envs", "--namespace", "toy")
-    assert [line.split()[0] for line in out.stdout.splitlines()] == ["toy/Guess-v0", "toy/Leaky-v0", "toy/Missing-v0"]
+    ids = ["toy/Counter-v0", "toy/Guess-v0", "toy/Leaky-v0", "toy/Missing-v0"]
+    assert [line.split()[0] for line in out.stdout.splitlines()] == ids
 
 
 def test_check_env_passes_a_good_env(plugin_path):

@@ -69,10 +69,14 @@ def test_every_group_option_composes_and_validates(group, option, monkeypatch):
         with pytest.raises(ConfigError, match="cannot be trained"):
             load_config("train", overrides)
         return
+    if option == "custom":  # an empty env section: it needs your env
+        with pytest.raises(ConfigError, match="name your env"):
+            load_config("train", overrides)
+        overrides += ["env.entry_point=rlgym_llm.testing.toy:CounterEnv", "sft.enabled=false"]
     cfg = load_config("train", overrides)
     node = getattr(cfg, group)
     assert isinstance(node, GROUPS[group])
-    if group == "env":
+    if group == "env" and option != "custom":
         assert node.id.lower().find(option.split("_")[0][:3]) >= 0
     if group == "credit":
         assert node.method == option

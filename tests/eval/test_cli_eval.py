@@ -9,7 +9,7 @@ import pytest
 from rlgym_llm.cli.main import main
 from rlgym_llm.config import EvalConfig, default_config_dir, eval_rules, load_config
 
-ENVS = sorted(p.stem for p in (default_config_dir() / "env").glob("*.yaml"))
+ENVS = sorted(p.stem for p in (default_config_dir() / "env").glob("*.yaml") if p.stem != "custom")
 
 
 @pytest.mark.parametrize("env", ENVS)

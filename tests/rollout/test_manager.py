@@ -194,12 +194,18 @@ def test_sampling_budget_shrinks_to_the_context_left(agent, tiny_tokenizer):
 
 
 def test_progress_bar_counts_episodes_and_failures(agent, tiny_tokenizer):
-    from rlgym_llm.rollout.progress import RolloutProgress
+    import io
+
+    from rlgym_llm.rollout.progress import ProgressReporter, RolloutProgress
 
     policy = FaultyPolicy(ScriptedPolicy(tiny_tokenizer, bisect), {0: ValueError("x")})
-    with RolloutProgress(total=4) as bar:
+    log = io.StringIO()  # not a terminal: plain lines, at the start, every interval and at the end
+    with RolloutProgress(total=4, reporter=ProgressReporter(stream=log, interval_s=0.0)) as bar:
         trajs = RolloutManager(
             GUESS, agent, policy, RolloutConfig(max_turns=12, concurrency=1), on_episode=bar
         ).run_sync(range(4))
-    assert bar.done == 4 and bar.failures == 1 and bar.progress.tasks[0].completed == 4
+    assert bar.done == 4 and bar.failures == 1
     assert bar.reward == sum(t.reward for t in trajs) == 3.0
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "rollout: started (4)" and lines[-1].startswith("rollout: 4/4 (100%)  reward 0.75  failures 1")
+    assert lines[-1].endswith(" done") and len(lines) >= 4  # periodic lines while it ran, not only at the end

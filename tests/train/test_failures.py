@@ -1,5 +1,5 @@
 """Failure is not success: a run whose episodes fail stops with exit 1 and the first error, and a run
-in which no update happened says so (updates done vs skipped, and why)."""
+in which no update happened says so (updates done vs skipped, and why). Progress shows in a log too."""
 
 import json
 import textwrap
@@ -84,6 +84,9 @@ def test_an_unreachable_endpoint_fails_the_evaluation(tmp_path, capsys, tiny_mod
     err = capsys.readouterr().err
     assert "error: evaluation of toy/Counter-v0: 2 of 2 episodes failed, more than max_failed_share=0.5" in err
     assert "Cannot connect to host 127.0.0.1:9" in err and not (tmp_path / "eval.json").exists()
+    # the streamed trajectories name the env, not its factory ("<lambda>")
+    rows = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [r["env_id"] for r in rows] == ["toy/Counter-v0"] * 2
 
 
 def test_a_run_without_any_update_says_so(tmp_path, capsys, tiny_model_dir):
@@ -96,3 +99,26 @@ def test_a_run_without_any_update_says_so(tmp_path, capsys, tiny_model_dir):
     assert "no update happened" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["updates"] == {"done": 0, "skipped": 2, "skip_reasons": {why: 2}}
+
+
+def test_every_phase_shows_progress_in_plain_lines_when_not_on_a_terminal(tmp_path, capsys, tiny_model_dir):
+    small = [s for s in SMALL if s not in ("sft.enabled=false", "progress=false", "env.max_turns=2")]
+    sft = ["sft.episodes=8", "sft.steps=2", "sft.batch_size=4", "sft.idle_prob=0.0", "sft.successful_only=true"]
+    sft += ["trainer.eval_tasks=2", "trainer.eval_every=1"]
+    assert main(["train", f"out_dir={tmp_path / 'run'}", "env=counter", *small, *sft, "progress=true"]) == 0
+    err = capsys.readouterr().err  # captured: not a terminal
+    lines = err.splitlines()
+    for start in (
+        "setup: model tiny loaded from",
+        "SFT demonstrations: started (8)",
+        "SFT demonstrations: 8/8 (100%)",
+        "SFT steps: 2/2 (100%)  loss ",
+        "held-out eval: started (2)",
+        "RL step 1 rollouts: started (4)",
+        "RL step 2 rollouts: 4/4 (100%)",
+        "RL steps: 2/2 (100%)  success ",
+    ):
+        assert any(line.startswith(start) for line in lines), (start, err)
+    assert "\x1b[" not in err  # no terminal control codes in a log
+    steps = next(line for line in lines if line.startswith("RL steps: 2/2"))
+    assert len(steps) > 80 and steps.endswith(" done")  # a whole line, not cut at 80 columns
