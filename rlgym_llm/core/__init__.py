@@ -5,6 +5,7 @@ from rlgym_llm.core.dispatch import ToolResult, ToolRun, function_tool, tool_mes
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import (
     ConfigError,
+    DataFileError,
     EnvCheckError,
     MalformedActionError,
     MissingDependencyError,
@@ -35,6 +36,7 @@ __all__ = [
     "AssistantTurn",
     "ChatSpace",
     "ConfigError",
+    "DataFileError",
     "Env",
     "EnvCheckError",
     "Failure",

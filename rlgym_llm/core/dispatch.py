@@ -65,10 +65,13 @@ class ToolRun:
     messages: list[Message] = field(default_factory=list)
     results: list[bool | None] = field(default_factory=list)
     parsed: list[Tool | ToolError | None] = field(default_factory=list)
+    dropped: int = 0  # calls past the per-turn cap: not run, answered together by one message
 
     @property
     def ok(self) -> bool | None:
-        """`tool_ok` of the turn: None without calls, else whether no call failed."""
+        """`tool_ok` of the turn: None without calls, else whether no call failed and none was dropped."""
+        if self.dropped:
+            return False
         return None if not self.results else all(r is not False for r in self.results)
 
 
@@ -197,10 +200,11 @@ def dispatch(
     handlers: Mapping[str, Handler],
     ended: Callable[[], bool],
     ignored: ToolResult,
+    max_calls: int,
 ) -> ToolRun:
-    """Validate and run `calls` in order (see `Env.run_tools`)."""
-    run = ToolRun()
-    for call in calls:
+    """Validate and run `calls` in order, at most `max_calls` of them (see `Env.run_tools`)."""
+    run = ToolRun(dropped=max(len(calls) - max_calls, 0))
+    for call in calls[:max_calls]:
         if ended():
             result, parsed = ignored, None
         else:
@@ -220,4 +224,39 @@ def dispatch(
         run.messages.append(tool_message(call, result.content))
         run.results.append(result.ok)
         run.parsed.append(parsed)
+    if run.dropped:
+        text = (
+            f"Error: {run.dropped} more tool call(s) were not run: at most {max_calls} tool calls are run per turn. "
+            "Send fewer calls per turn."
+        )
+        run.messages.append({"role": "user", "content": text})
     return run
+
+
+def clip_observation(messages: list[Message], limit: int) -> list[Message]:
+    """`messages` with their text cut so that together they hold at most `limit` characters.
+
+    Short messages are kept whole; the long ones share what is left equally, each keeping its beginning
+    and saying how much was cut. Messages that fit are returned unchanged (the same list).
+    """
+    sizes = [len(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages]
+    if sum(sizes) <= limit:
+        return messages
+    longest_notice = len(_CUT_NOTICE.format(cut=10**12, limit=limit))
+    keep = list(sizes)
+    allowance = limit
+    order = sorted(range(len(messages)), key=lambda i: sizes[i])
+    for rank, i in enumerate(order):
+        share = allowance // (len(order) - rank)
+        if sizes[i] > share:
+            keep[i] = max(share - longest_notice, 0)
+        allowance -= min(sizes[i], share)
+    out = []
+    for message, size, n in zip(messages, sizes, keep, strict=True):
+        if n < size:
+            message = {**message, "content": message["content"][:n] + _CUT_NOTICE.format(cut=size - n, limit=limit)}
+        out.append(message)
+    return out
+
+
+_CUT_NOTICE = "\n[... {cut} characters cut: an observation holds at most {limit} characters; ask for less at a time]"

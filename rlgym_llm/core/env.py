@@ -26,11 +26,13 @@ from typing import Any, ClassVar
 import gymnasium
 from gymnasium.error import ResetNeeded
 
-from rlgym_llm.core.dispatch import Handler, ToolResult, ToolRun, collect_tools, dispatch
-from rlgym_llm.core.errors import MalformedActionError
+from rlgym_llm.core.dispatch import Handler, ToolResult, ToolRun, clip_observation, collect_tools, dispatch
+from rlgym_llm.core.errors import ConfigError, MalformedActionError
 from rlgym_llm.core.spaces import ActionSpace, ChatSpace
 from rlgym_llm.core.tools import Tool
 from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolSpec
+
+MIN_OBSERVATION_CHARS = 2000  # room for the error and cut notices of a full turn
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
     tool, and ends the episode once `episode_over()` says so, paying `outcome()`'s reward on that step.
     Override `respond` for other rules.
 
+    Args:
+        max_tool_calls: the most tool calls run per turn; the rest are not run, and one message says so.
+        max_observation_chars: the most characters of the messages one step returns; longer tool
+            results are cut (each keeps its beginning) with a note saying how much was cut.
+
     Class attributes:
         tools: the tools the env accepts: `Tool` models and `function_tool` functions; methods decorated
             with `function_tool` are added. After class creation it holds the `Tool` models.
@@ -111,7 +118,20 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         tools, handlers = collect_tools(cls, cls.tools)
         cls.tools, cls._tool_handlers = tools, {**cls._tool_handlers, **handlers}
 
-    def __init__(self) -> None:
+    def __init__(self, max_tool_calls: int = 16, max_observation_chars: int = 32_000) -> None:
+        problems = []
+        if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 1:
+            problems.append(f"max_tool_calls must be an int >= 1, got {max_tool_calls!r}")
+        if isinstance(max_observation_chars, bool) or not isinstance(max_observation_chars, int):
+            problems.append(
+                f"max_observation_chars must be an int >= {MIN_OBSERVATION_CHARS}, got {max_observation_chars!r}"
+            )
+        elif max_observation_chars < MIN_OBSERVATION_CHARS:
+            problems.append(f"max_observation_chars must be >= {MIN_OBSERVATION_CHARS}, got {max_observation_chars!r}")
+        if problems:
+            raise ConfigError(problems)
+        self.max_tool_calls = max_tool_calls
+        self.max_observation_chars = max_observation_chars
         self.observation_space = ChatSpace()
         self.action_space = ActionSpace([t.name for t in self.tools])
         self.render_mode = None
@@ -163,9 +183,18 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         """Validate and run the turn's tool calls in order, one `tool` message each.
 
         A bad call (unknown tool, bad arguments) is answered with an error message; a call made once
-        `episode_over()` holds is not run and gets `ignored_call`.
+        `episode_over()` holds is not run and gets `ignored_call`. Only the first `max_tool_calls` calls
+        run; one user message after their results says how many more were dropped.
         """
-        return dispatch(self, turn.tool_calls, self.tools, self._tool_handlers, self.episode_over, self.ignored_call)
+        return dispatch(
+            self,
+            turn.tool_calls,
+            self.tools,
+            self._tool_handlers,
+            self.episode_over,
+            self.ignored_call,
+            self.max_tool_calls,
+        )
 
     # --- the Gymnasium API ----------------------------------------------------------------------
 
@@ -207,9 +236,17 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         else:
             result = self.respond(turn)
             if turn.parse_errors:  # calls the agent could not parse: tell the model, after the tool results
-                errors = [_error_message(f"{e}. Write calls as the tool schemas say.") for e in turn.parse_errors]
+                shown = turn.parse_errors[: self.max_tool_calls]
+                errors = [_error_message(f"{e}. Write calls as the tool schemas say.") for e in shown]
+                if len(turn.parse_errors) > len(shown):
+                    errors.append(
+                        _error_message(f"{len(turn.parse_errors) - len(shown)} more calls could not be read.")
+                    )
                 signals = replace(result.signals, tool_ok=False)
                 result = replace(result, messages=[*result.messages, *errors], signals=signals)
+        clipped = clip_observation(result.messages, self.max_observation_chars)
+        if clipped is not result.messages:
+            result = replace(result, messages=clipped)
         info: dict[str, Any] = {
             **self.extra_info(),
             **result.info,

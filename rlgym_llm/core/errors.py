@@ -66,6 +66,18 @@ class ConfigError(RlgymError, ValueError):
         super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
 
 
+class DataFileError(ConfigError):
+    """A user's data file (JSONL tasks, corpus, QA) cannot be used; each problem names the file and line."""
+
+    def __init__(self, problems: str | list[str]):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        if len(self.problems) == 1:
+            ValueError.__init__(self, self.problems[0])
+        else:
+            lines = "\n".join(f"  - {p}" for p in self.problems)
+            ValueError.__init__(self, f"{len(self.problems)} problem(s) in data files:\n{lines}")
+
+
 class MalformedActionError(RlgymError, ValueError):
     """An action could not be read as an assistant turn.
 

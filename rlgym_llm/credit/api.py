@@ -83,7 +83,7 @@ class CreditResult:
     Args:
         turn_advantages: A_{i,t} for every turn of every trajectory (zeros for failed ones).
         keep: per trajectory, False if it failed or its group's advantages are all 0: dropping those
-            is DAPO's dynamic sampling (the trainer refills the batch). For outcome methods this is
+            is DAPO's dynamic sampling (the trainer refills the batch up to `trainer.max_draws` draws). For outcome methods this is
             exactly the zero-variance filter; IGPO/GiGPO keep collapsed groups that still carry signal.
         stats: see `CreditStats`.
     """

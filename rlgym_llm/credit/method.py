@@ -10,7 +10,7 @@ per-turn advantages, and one row of the docs table.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,9 @@ class CreditMethod:
         options: the other conventions, as named parameter values (docs table; the parameter list
             with defaults is appended).
         differences: known differences of the default from the authors' code, and why (docs table).
+        trainer: trainer settings that go with the method's advantage, nested as in the config's
+            `trainer` section (e.g. Dr. GRPO's loss aggregation); `credit=<name>` sets them, and an
+            explicit `trainer....` override still wins.
         step_group_sizes: for methods that form step groups: the members' trajectories ->
             {step-group size: count}, reported in the statistics.
     """
@@ -71,6 +74,7 @@ class CreditMethod:
     default: str = ""
     options: str = ""
     differences: str = ""
+    trainer: Mapping[str, Any] = field(default_factory=dict)
     step_group_sizes: Callable[[Sequence[Trajectory]], Mapping[int, int]] | None = None
 
 

@@ -121,6 +121,22 @@ METHODS = (
         summary="Dr. GRPO (Liu et al. 2025)",
         formula="A_i = R_i - mean R",
         needs="outcome",
+        default=(
+            "The paper's pair: A_i = R_i - mean R (no std) with its unbiased loss, which `credit=drgrpo` sets: "
+            "`trainer.loss.agg: seq-mean-token-sum-norm`, token sums over a constant, "
+            "sum_i sum_k L_{i,k} / (N_seq x L_max), L_max = `trainer.loss.norm_const` (default: "
+            "`policy.sampling.max_tokens` x `env.max_turns`)."
+        ),
+        options="`trainer.loss.agg=token-mean` (or any mode) overrides the paired aggregation.",
+        differences=(
+            "verl's `seq-mean-token-sum-norm` as the reference reads it (b178a3c) divides a micro-batch's token "
+            "sum by `loss_scale_factor` (the max response length) only, then scales by 1 / grad-accumulation "
+            "steps: its loss is this one times B / n_micro (sequences per micro-batch; hand case in "
+            "tests/train/test_loss_reference.py). Later verl (seq-mean over the global batch) and TRL's "
+            "`dr_grpo` (B x max_completion_length) equal this one. A constant factor: with Adam it matters "
+            "only through eps and gradient clipping."
+        ),
+        trainer={"loss": {"agg": "seq-mean-token-sum-norm"}},
     ),
     CreditMethod(
         name="rloo",

@@ -53,7 +53,8 @@ def gigpo_advantages(
     gamma: float = 0.95,
     omega: float = 1.0,
     scale: Scale = "std",
-    ddof: int = 0,
+    cross_steps: bool = True,
+    ddof: int = 1,
     eps: float = 1e-6,
 ) -> Ragged:
     """GiGPO per-step advantages for one group.
@@ -65,7 +66,11 @@ def gigpo_advantages(
 
     F is the std of the respective group + eps (scale="std", the authors' scripts) or 1 (scale="none",
     the yaml default). Singleton step groups and step groups with equal returns get A^S = 0. The
-    authors' code uses the sample std; ddof=0 (population) is this library's default, as for GRPO.
+    sample std (ddof=1) is the authors' (`torch.std`).
+
+    Episode statistics: with `cross_steps` (verl-agent's default, `compute_mean_std_cross_steps=True`)
+    the mean and std of the episode level are taken over the group's step rows, each trajectory's R_i
+    counted once per step, so longer trajectories weigh more; without it, once per trajectory.
 
     Args:
         step_rewards: per trajectory, the env reward of each step.
@@ -74,12 +79,17 @@ def gigpo_advantages(
         gamma: discount of the step returns [0.95].
         omega: weight of the step-level advantage [1.0].
         scale, ddof, eps: see `normalize`.
+        cross_steps: episode statistics over step rows (True, the authors') or trajectories.
 
     Returns:
         Per trajectory, one advantage per step.
     """
     rewards = [as_array(r) for r in step_rewards]
-    episode = normalize(outcomes, scale=scale, ddof=ddof, eps=eps)
+    outs = as_array(outcomes)
+    if cross_steps:
+        episode = episode_advantages_cross_steps(outs, [r.size for r in rewards], scale=scale, ddof=ddof, eps=eps)
+    else:
+        episode = normalize(outs, scale=scale, ddof=ddof, eps=eps)
     if not len(rewards) == episode.size == len(anchor_keys):
         raise ValueError(f"{len(rewards)} reward arrays, {episode.size} outcomes, {len(anchor_keys)} key lists")
     for i, (r, keys) in enumerate(zip(rewards, anchor_keys)):
@@ -96,6 +106,21 @@ def gigpo_advantages(
     return [a_e + omega * a_s for a_e, a_s in zip(episode, step_adv)]
 
 
+def episode_advantages_cross_steps(
+    outcomes: np.ndarray, n_steps: Sequence[int], *, scale: Scale = "std", ddof: int = 1, eps: float = 1e-6
+) -> np.ndarray:
+    """A^E_i = (R_i - mean_rows) / (std_rows + eps), the statistics over step rows: R_i repeated T_i times."""
+    if len(n_steps) != outcomes.size:
+        raise ValueError(f"{outcomes.size} outcomes for {len(n_steps)} step counts")
+    rows = np.repeat(outcomes, n_steps)
+    if rows.size == 0 or np.all(rows == rows[0]):
+        return np.zeros_like(outcomes)
+    centred = outcomes - rows.mean()
+    if scale == "none":
+        return centred
+    return centred / (rows.std(ddof=ddof if rows.size > ddof else 0) + eps)
+
+
 # --- registration ------------------------------------------------------------------------------
 
 
@@ -109,7 +134,8 @@ class GiGPOParams:
         gamma: discount of the step returns.
         omega: weight of the step-level advantage.
         scale: `std` (divide by std + eps, the authors' scripts) or `none`.
-        ddof, eps: the std of the normalisation.
+        cross_steps: episode mean/std over step rows (the authors' default) or over trajectories.
+        ddof, eps: the std of the normalisation (the authors': sample std, 1e-6).
     """
 
     outcome: str = "reward"
@@ -117,7 +143,8 @@ class GiGPOParams:
     gamma: float = 0.95
     omega: float = 1.0
     scale: Scale = "std"
-    ddof: Literal[0, 1] = 0
+    cross_steps: bool = True
+    ddof: Literal[0, 1] = 1
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
@@ -129,7 +156,15 @@ def _advantages(group: Group, p: GiGPOParams) -> Ragged:
     rewards = [turn_values(t, p.step_reward) for t in group.trajectories]
     keys = [trajectory_anchors(t) for t in group.trajectories]
     return gigpo_advantages(
-        rewards, group.outcomes, keys, gamma=p.gamma, omega=p.omega, scale=p.scale, ddof=p.ddof, eps=p.eps
+        rewards,
+        group.outcomes,
+        keys,
+        gamma=p.gamma,
+        omega=p.omega,
+        scale=p.scale,
+        cross_steps=p.cross_steps,
+        ddof=p.ddof,
+        eps=p.eps,
     )
 
 
@@ -147,5 +182,20 @@ METHODS = (
         formula="A_{i,t} = A^E_i + omega * A^S_{i,t} over same-state step groups",
         needs="`state_key`, step rewards",
         step_group_sizes=_step_group_sizes,
+        default=(
+            "verl-agent's GiGPO: A^E_i = (R_i - mean) / (std + 1e-6) with the episode statistics over the "
+            "group's step rows (`cross_steps`, `compute_mean_std_cross_steps=True`: R_i once per step, so "
+            "longer trajectories weigh more), plus omega = 1 times A^S, the discounted step return "
+            "(gamma 0.95) z-scored within its step group (steps from the same `state_key`); sample std; "
+            "singleton step groups get A^S = 0."
+        ),
+        options=(
+            "`cross_steps: false` (episode statistics once per trajectory, the textbook form); `scale: none` "
+            "(mean-only, the yaml's `mean_norm`); `ddof: 0`."
+        ),
+        differences=(
+            "No invalid-action penalty (0.1 in the authors' scripts) and no similarity-based step grouping; "
+            "the anchor is the env's `state_key`, not the raw observation."
+        ),
     ),
 )

@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from rlgym_llm.config import EvalConfig
-from rlgym_llm.recipes import parts
+from rlgym_llm.config import AgentConfig, EvalConfig
+from rlgym_llm.recipes import export, parts
 from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 from rlgym_llm.rollout.policy import TrainablePolicy
 
@@ -36,7 +36,7 @@ def run(cfg: EvalConfig, command: str = "rlgym eval") -> tuple[Any, dict[str, Pa
     """
     from rlgym_llm.eval.report import write_report
 
-    result = asyncio.run(_evaluate(cfg))
+    result = asyncio.run(_evaluate(with_run_settings(cfg)))
     return result, write_report(result, cfg.out_dir, command=command)
 
 
@@ -83,6 +83,20 @@ async def _evaluate(cfg: EvalConfig) -> Any:
     return result
 
 
+def with_run_settings(cfg: EvalConfig) -> EvalConfig:
+    """With `checkpoint=` of a training run (or a folder `rlgym export` wrote): the run's model,
+    prompt settings (the whole `agent` section: system prompt, tool schemas, history) and token
+    budgets (`max_context`, `sampling.max_tokens`), so its weights are evaluated on the prompts they
+    were trained on. Other settings (env, sampling temperature, tasks) stay as given."""
+    run = export.run_config(Path(cfg.checkpoint)) if cfg.checkpoint else None
+    if run is None:
+        return cfg
+    p = run["policy"]
+    sampling = replace(cfg.policy.sampling, max_tokens=p["sampling"]["max_tokens"])
+    policy = replace(cfg.policy, model=p["model"], max_context=p["max_context"], sampling=sampling)
+    return replace(cfg, agent=AgentConfig(**run["agent"]), policy=policy)
+
+
 def _fresh(path: Path) -> Path:
     path.unlink(missing_ok=True)  # TrajectoryWriter appends; a rerun must not mix two evaluations
     return path
@@ -116,7 +130,7 @@ class _Engine:
                 torch.set_num_threads(cfg.threads)
             model, tokenizer = parts.load_model(self.folder)
             if cfg.checkpoint:
-                model = _load_checkpoint(model, Path(cfg.checkpoint))
+                model = export.load_weights(model, Path(cfg.checkpoint))
             model.to(on.device)
         else:  # the engine holds the weights: only the tokenizer is needed here
             model, tokenizer = None, parts.load_tokenizer(self.folder)
@@ -127,47 +141,3 @@ class _Engine:
     async def __aexit__(self, *exc: Any) -> None:
         if self.policy is not None:
             await self.policy.close()
-
-
-def _load_checkpoint(model: Any, path: Path) -> Any:
-    """`model` with `rlgym train` weights loaded (see `EvalConfig.checkpoint`); LoRA adapters are merged."""
-    from rlgym_llm.core.errors import ConfigError
-
-    if (path / "config.json").exists():  # a Hugging Face folder: its weights, same architecture
-        from transformers import AutoModelForCausalLM
-
-        model.load_state_dict(AutoModelForCausalLM.from_pretrained(path, dtype="float32").state_dict())
-        return model
-    import torch
-
-    from rlgym_llm.train import checkpoint
-
-    step = (
-        path if (path / "trainer.pt").exists() else checkpoint.latest(path) or checkpoint.latest(path / "checkpoints")
-    )
-    if step is None:
-        raise ConfigError([f"`checkpoint={path}` holds no model folder and no complete step_* checkpoint"])
-    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu")["model"]
-    if any("lora_" in k for k in state):
-        adapted = _with_lora(model, step)
-        adapted.load_state_dict(state)
-        model = adapted.merge_and_unload()  # plain weights again: sampling needs no adapter code
-    else:
-        model.load_state_dict(state)
-    model.eval()
-    return model
-
-
-def _with_lora(model: Any, step: Path) -> Any:
-    """Wrap `model` with the adapters of the run that wrote `step` (its `config.yaml`: trainer.lora)."""
-    from omegaconf import OmegaConf
-    from peft import LoraConfig, get_peft_model
-
-    from rlgym_llm.core.errors import ConfigError
-
-    run_config = next((d / "config.yaml" for d in step.parents if (d / "config.yaml").exists()), None)
-    if run_config is None:
-        raise ConfigError([f"{step} holds LoRA adapters but no config.yaml of its run says their shape"])
-    lora = OmegaConf.load(run_config).trainer.lora
-    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=0.0, target_modules=list(lora.target_modules))
-    return get_peft_model(model, config)

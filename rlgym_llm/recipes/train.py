@@ -127,6 +127,10 @@ def run(
             manager.close()
         asyncio.run(policy.close())
 
+    if cfg.final_model and summary["steps"] == t.steps:  # the run is complete: its last checkpoint
+        from rlgym_llm.recipes.export import export
+
+        summary["final_model"] = str(export(out, out / "final_model"))
     records = summary.pop("records")
     title = f"{cfg.env.id} · {cfg.credit.method} · {cfg.policy.model} model · {t.group_size} samples/task"
     before = (summary["before"] or {}).get("success")

@@ -1,12 +1,15 @@
 """Per-box cgroups for the local backend: one memory and process budget for everything a box runs.
 
-`BoxCgroup.create` makes a child cgroup of the caller's own (cgroup v2 where the host delegates the
-memory and pids controllers to it, else the v1 memory and pids hierarchies), sets
+`BoxCgroup.create` makes a cgroup for the box: with cgroup v2, under the caller's own cgroup where
+that delegates the memory controller (or beside it, under a parent that does: a cgroup holding
+processes cannot hand controllers down); else in the v1 memory (and pids) hierarchies. It sets
 
 - memory: `Limits.memory_mb` for all of the box's processes together, tmpfs files they wrote and
   SysV shared memory included (pages are charged to the cgroup of the process that touched them);
   no swap (`memory.swap.max = 0`; v1: `memsw`, where the kernel has swap accounting);
-- pids: `Limits.max_procs` (+1 for the box's supervisor) tasks at once.
+- pids (v2, where delegated): `Limits.max_procs` tasks at once. With v1 and without the controller,
+  RLIMIT_NPROC on the box's own uid bounds them the same way, per box (a second v1 hierarchy would
+  cost a second cgroup migration, milliseconds, on every execution).
 
 The worker moves each execution's supervisor (and each file helper) into it before the box code
 runs; the kernel's OOM killer then acts inside the box only, and the worker reads its `oom_kill`
@@ -74,6 +77,7 @@ class BoxCgroup:
     procs: list[str] = field(default_factory=list)
     oom_file: str = ""
     swap_limited: bool = True
+    pids_limited: bool = True
 
     @classmethod
     def create(cls, name: str, memory_bytes: int, max_tasks: int) -> BoxCgroup | None:
@@ -94,15 +98,10 @@ class BoxCgroup:
         mount = next((m for m in _mounts() if m[1] == "cgroup2"), None)
         if mount is None:
             return None
-        parent = _under(mount[0], mount[3], _own_paths().get("", "/"))
-        with open(os.path.join(parent, "cgroup.controllers")) as f:
-            available = set(f.read().split())
-        if not {"memory", "pids"} <= available:
+        own = _under(mount[0], mount[3], _own_paths().get("", "/"))
+        parent = cls._v2_parent(own)
+        if parent is None:
             return None
-        with open(os.path.join(parent, "cgroup.subtree_control")) as f:
-            enabled = set(f.read().split())
-        if not {"memory", "pids"} <= enabled:
-            _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +pids")  # EBUSY if parent holds processes
         path = os.path.join(parent, name)
         os.mkdir(path)
         box = cls(2, [path], [os.path.join(path, "cgroup.procs")], os.path.join(path, "memory.events"))
@@ -110,35 +109,60 @@ class BoxCgroup:
             _write(os.path.join(path, "memory.max"), str(memory_bytes))
             if os.path.exists(os.path.join(path, "memory.swap.max")):
                 _write(os.path.join(path, "memory.swap.max"), "0")
-            _write(os.path.join(path, "pids.max"), str(max_tasks))
+            box.pids_limited = os.path.exists(os.path.join(path, "pids.max"))
+            if box.pids_limited:
+                _write(os.path.join(path, "pids.max"), str(max_tasks))
         except OSError:
             box.remove()
             raise
         return box
 
+    @staticmethod
+    def _v2_parent(own: str) -> str | None:
+        """Where box cgroups can get the memory controller: under our own cgroup when it delegates it
+        (or can: it holds no process), else beside it, under a parent that already does."""
+
+        def enabled(path: str) -> set[str]:
+            with open(os.path.join(path, "cgroup.subtree_control")) as f:
+                return set(f.read().split())
+
+        def available(path: str) -> set[str]:
+            with open(os.path.join(path, "cgroup.controllers")) as f:
+                return set(f.read().split())
+
+        wanted = {"memory", "pids"} & available(own) if os.path.isdir(own) else set()
+        if "memory" in wanted:
+            if "memory" in enabled(own):
+                return own
+            try:  # EBUSY where our cgroup holds processes (the "no internal processes" rule)
+                _write(os.path.join(own, "cgroup.subtree_control"), " ".join(f"+{c}" for c in sorted(wanted)))
+                return own
+            except OSError:
+                pass
+        parent = os.path.dirname(own)
+        if own != parent and os.path.isdir(parent) and "memory" in enabled(parent):
+            return parent  # a sibling: the box's memory then counts against our parent, not our own cgroup
+        return None
+
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, max_tasks: int) -> BoxCgroup | None:
+        # Memory only: each v1 hierarchy costs a migration per execution (milliseconds: the kernel
+        # waits for an RCU grace period), and RLIMIT_NPROC on the box's own uid already bounds its
+        # processes per box, as pids.max would.
         own = _own_paths()
-        dirs = {}
-        for controller in ("memory", "pids"):
-            mount = next((m for m in _mounts() if m[1] == "cgroup" and controller in m[2]), None)
-            if mount is None:
-                return None
-            parent = _under(mount[0], mount[3], own.get(controller, "/"))
-            dirs[controller] = os.path.join(parent if os.path.isdir(parent) else mount[0], name)
-        box = cls(1, [])
+        mount = next((m for m in _mounts() if m[1] == "cgroup" and "memory" in m[2]), None)
+        if mount is None:
+            return None
+        parent = _under(mount[0], mount[3], own.get("memory", "/"))
+        memory = os.path.join(parent if os.path.isdir(parent) else mount[0], name)
+        os.mkdir(memory)
+        box = cls(1, [memory], [os.path.join(memory, "cgroup.procs")], pids_limited=False)
         try:
-            for path in dirs.values():
-                os.mkdir(path)
-                box.dirs.append(path)
-                box.procs.append(os.path.join(path, "cgroup.procs"))
-            memory = dirs["memory"]
             _write(os.path.join(memory, "memory.limit_in_bytes"), str(memory_bytes))
             memsw = os.path.join(memory, "memory.memsw.limit_in_bytes")
             box.swap_limited = os.path.exists(memsw)
             if box.swap_limited:
                 _write(memsw, str(memory_bytes))
-            _write(os.path.join(dirs["pids"], "pids.max"), str(max_tasks))
             box.oom_file = os.path.join(memory, "memory.oom_control")
         except OSError:
             box.remove()
@@ -156,7 +180,12 @@ class BoxCgroup:
 
     def describe(self) -> dict:
         """What `LocalSandbox.isolation["cgroup"]` reports."""
-        return {"version": self.version, "dirs": list(self.dirs), "swap_limited": self.swap_limited}
+        return {
+            "version": self.version,
+            "dirs": list(self.dirs),
+            "swap_limited": self.swap_limited,
+            "pids_limited": self.pids_limited,
+        }
 
 
 def remove_stale() -> None:
@@ -166,7 +195,8 @@ def remove_stale() -> None:
         if fstype == "cgroup" and not options & {"memory", "pids"}:
             continue
         key = "" if fstype == "cgroup2" else ("memory" if "memory" in options else "pids")
-        for parent in {_under(mount, root, own.get(key, "/")), mount}:
+        ours = _under(mount, root, own.get(key, "/"))
+        for parent in {ours, os.path.dirname(ours), mount}:  # v2 boxes may live beside our cgroup
             with contextlib.suppress(OSError):
                 for entry in os.listdir(parent):
                     if entry.startswith(PREFIX) and not _alive(entry[len(PREFIX) :]):

@@ -142,8 +142,13 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
             bind(path, inside_seen=True)  # e.g. one package of a hidden site-packages
     os.chdir(new)
     os.mkdir(".old-root")
-    check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), b".", b".old-root"), "pivot_root")
-    check(libc.umount2(b"/.old-root", MNT_DETACH), "umount2")
+    try:
+        check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), b".", b".old-root"), "pivot_root")
+        check(libc.umount2(b"/.old-root", MNT_DETACH), "umount2")
+        report["root_switch"] = "pivot_root"
+    except OSError:  # e.g. a root on initramfs: chroot instead (the box may not chroot: seccomp, no caps)
+        os.chroot(".")
+        report["root_switch"] = "chroot"
     os.rmdir("/.old-root")
     os.chdir("/")
     writable = {work_dir, *SCRATCH.values(), *DEVICES}

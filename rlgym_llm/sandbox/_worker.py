@@ -16,7 +16,8 @@ Isolation layers (each is reported back in the `init` answer; all need root, see
   0600/0700 modes are unreadable), with rlimits, no_new_privs, a seccomp filter (no new
   namespaces, ptrace, keyrings, bpf, mounts: `_isolation.DENIED_SYSCALLS`) and a scrubbed
   environment;
-- `reset` wipes the work dir and scratch dirs and enters a fresh IPC namespace.
+- a worker serves one episode: `LocalSandbox.reset` replaces it (new namespaces, tmpfs, uid, cgroup,
+  and a heap that never held the last episode's data).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import stat
 import struct
@@ -106,7 +106,6 @@ def op_init(req: dict) -> dict:
     report["seccomp"] = CONFIG["seccomp"] is not None and _probe_seccomp()
     CONFIG["report"] = report
     CONFIG["tmp"] = "/tmp" if report["mountns"] else work
-    CONFIG["scratch"] = list(iso.SCRATCH.values()) if report["mountns"] else []
     return {"isolation": report}
 
 
@@ -238,23 +237,6 @@ def op_write(req: dict) -> dict:
 def op_read(req: dict) -> dict:
     data = _as_box_user(_read, os.path.join(CONFIG["work_dir"], req["path"]), req["limit"])
     return {"data": base64.b64encode(data).decode()}
-
-
-def op_reset(req: dict) -> dict:
-    # Runs as root; rmtree never follows symlinks, and after each exec no box process is left.
-    if CONFIG["report"]["mountns"]:
-        iso.unshare(iso.CLONE_NEWIPC)  # a fresh IPC namespace: SysV shm, semaphores, queues of the last episode die
-    for top in {CONFIG["work_dir"], *CONFIG["scratch"]}:
-        for name in os.listdir(top):
-            path = os.path.join(top, name)
-            if os.path.ismount(path) or any(iso.under(e, path) for e in CONFIG["expose"]):
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-    return {}
 
 
 # ---------------------------------------------------------------- execution
@@ -538,7 +520,7 @@ def op_exec(req: dict) -> dict:
     }
 
 
-OPS = {"init": op_init, "exec": op_exec, "write": op_write, "read": op_read, "reset": op_reset}
+OPS = {"init": op_init, "exec": op_exec, "write": op_write, "read": op_read}
 
 
 def main() -> None:

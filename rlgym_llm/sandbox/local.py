@@ -25,8 +25,9 @@ Isolation, when the host process is root (the usual case in containers and CI):
   without world permissions are unreadable; plus rlimits (AS, CPU, NPROC, FSIZE, CORE, NOFILE),
   no_new_privs, a seccomp filter (no user or other namespaces, ptrace, keyrings, bpf, mounts) and
   a scrubbed environment (the caller's variables never reach the box);
-- `reset()` empties the tmpfs and gives the box a fresh IPC namespace: nothing of one episode
-  (files, SysV shared memory, processes) is visible to the next.
+- `reset()` replaces the worker: new namespaces, tmpfs, IPC namespace, uid and cgroup, and a heap
+  that never held the last episode's data; nothing of one episode (files, SysV shared memory,
+  processes, stale memory) is visible to the next.
 
 Without root, only rlimits, seccomp, the scrubbed environment and process-group kills apply;
 `isolation` reports what is in effect and `require_isolation=True` refuses to start with less.
@@ -72,6 +73,7 @@ def _under(root: str, path: str) -> bool:
 
 _WORKER = Path(__file__).with_name("_worker.py")
 _UID_BASE = 1_000_000  # far above distro ranges; uid = base + worker pid is unique among live boxes
+_WORKER_STATE = ("_proc", "_stderr_task", "_cgroup", "work_dir", "isolation")  # what `reset` swaps
 _CALL_GRACE_S = 15.0  # the worker enforces timeouts itself; this only catches a hung worker
 
 
@@ -126,6 +128,8 @@ class LocalSandbox(Sandbox):
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr_task: asyncio.Task | None = None
         self._cgroup: BoxCgroup | None = None
+        self._spare: asyncio.Future[LocalSandbox] | None = None  # the next reset's worker, warming up
+        self._closing: set[asyncio.Future[None]] = set()  # old workers being torn down
         self._lock = asyncio.Lock()
 
     @property
@@ -160,11 +164,11 @@ class LocalSandbox(Sandbox):
             env={"PATH": base_env["PATH"], "LANG": "C.UTF-8"},
             cwd="/",
         )
-        self._stderr_task = asyncio.create_task(self._log_worker_stderr(self._proc.stderr))
+        self._stderr_task = asyncio.create_task(_log_worker_stderr(self._proc.pid, self._proc.stderr))
         expose = [os.path.abspath(p) for p in self.expose]
         if os.geteuid() == 0:  # the box's own memory and process budget (v2, else v1); see _cgroup.py
             memory = self.limits.memory_mb * 1024 * 1024
-            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs + 1)
+            self._cgroup = BoxCgroup.create(f"{PREFIX}{self._proc.pid}", memory, self.limits.max_procs)
         init = {
             "op": "init",
             "work_dir": self.work_dir,
@@ -197,12 +201,6 @@ class LocalSandbox(Sandbox):
         """Names of the isolation layers that are not in effect for this box."""
         wanted = ["mountns", "pidns", "uid", "cgroup", "seccomp"] + ([] if self.limits.network else ["netns"])
         return [k for k in wanted if not self.isolation.get(k)]
-
-    async def _log_worker_stderr(self, stream: asyncio.StreamReader | None) -> None:
-        if stream is None:
-            return
-        while line := await stream.readline():
-            logger.warning("sandbox worker %s: %s", self.worker_pid, line.decode(errors="replace").rstrip())
 
     async def _call(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         proc = self._proc
@@ -262,9 +260,59 @@ class LocalSandbox(Sandbox):
             raise file_error(path, exc.errno or errno.EIO) from None
 
     async def reset(self) -> None:
-        await self._call({"op": "reset"}, timeout=_CALL_GRACE_S)
+        """Replaces the worker with a fresh one: new namespaces, tmpfs, IPC namespace, uid and cgroup.
+
+        Wiping files is not enough: in-process Python runs are forks of the worker, so they inherit
+        its heap, where freed buffers of earlier requests (another episode's stdin: hidden tests)
+        linger. A new worker process holds nothing of the last episode.
+        """
+        if self._proc is None:
+            raise SandboxError("the sandbox is not started; use `async with sandbox:` or `await sandbox.start()`")
+        if self._proc.returncode is not None:  # the box broke: its owner (e.g. a pool) replaces it
+            raise SandboxError(f"the sandbox worker exited (status {self._proc.returncode}); start a new sandbox")
+        fresh = None
+        spare, self._spare = self._spare, None
+        if spare is not None:  # started in the background at the last reset: the swap costs nothing
+            try:
+                fresh = await spare
+            except Exception as exc:  # a spare that failed to start is replaced by a synchronous start
+                logger.warning("the spare sandbox worker failed to start: %r", exc)
+        if fresh is None:
+            fresh = self._twin()
+            await fresh.start()
+        for name in _WORKER_STATE:  # self takes the fresh worker, `fresh` the old one, closed below
+            mine, theirs = getattr(self, name), getattr(fresh, name)
+            setattr(self, name, theirs)
+            setattr(fresh, name, mine)
+        self._spare = asyncio.ensure_future(self._started_twin())
+        self._closing.add(asyncio.ensure_future(fresh.close()))  # tearing namespaces down takes a while
+        self._closing = {task for task in self._closing if not task.done()}
+
+    def _twin(self) -> LocalSandbox:
+        return LocalSandbox(
+            self.limits,
+            root_dir=self.root_dir,
+            disk_mb=self.disk_mb,
+            flood_bytes=self.flood_bytes,
+            read_limit_bytes=self.read_limit_bytes,
+            expose=self.expose,
+            require_isolation=self.require_isolation,
+        )
+
+    async def _started_twin(self) -> LocalSandbox:
+        twin = self._twin()
+        await twin.start()
+        return twin
 
     async def close(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                await (await spare).close()
+        closing, self._closing = self._closing, set()
+        for task in closing:
+            with contextlib.suppress(Exception):
+                await task
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.stdin is not None:
@@ -284,3 +332,10 @@ class LocalSandbox(Sandbox):
         if self.work_dir is not None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             self.work_dir = None
+
+
+async def _log_worker_stderr(pid: int, stream: asyncio.StreamReader | None) -> None:
+    if stream is None:
+        return
+    while line := await stream.readline():
+        logger.warning("sandbox worker %s: %s", pid, line.decode(errors="replace").rstrip())

@@ -144,6 +144,10 @@ class TrainerConfig:
         micro_batch_size: trajectories per forward/backward pass (gradients accumulate).
         filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add no
             gradient but dilute token-mean losses).
+        max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
+            tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
+            many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
+            The metrics count `draws` and `refill_groups`.
         eval_tasks: held-out tasks for the success measure before and after training (0: skip).
         eval_every: also measure held-out success every N steps (0: only before and after); the
             step's record gets `eval_success`, `eval_reward` and `eval_failed`.
@@ -170,6 +174,7 @@ class TrainerConfig:
     group_size: int = 8
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
+    max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
     eval_temperature: float = 0.0
@@ -186,7 +191,7 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         p = [
             f"{k}={getattr(self, k)} must be >= 1"
-            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads")
+            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads", "max_draws")
             if getattr(self, k) < 1
         ]
         if self.group_size < 2:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from rlgym_llm.core.types import Trajectory
+from rlgym_llm.credit import CreditResult
+from rlgym_llm.credit.trajectories import group_key
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
@@ -71,6 +75,23 @@ def task_seeds(start: int, tasks_per_step: int, step: int) -> list[int]:
     return list(range(first, first + tasks_per_step))
 
 
+REFILL_OFFSET = 50_000_000
+"""Refill draws take their tasks from seeds train_seed_start + REFILL_OFFSET upward, away from the
+step's own tasks (train_seed_start + step * tasks_per_step) and from the held-out seeds."""
+
+
+def refill_seeds(start: int, tasks_per_step: int, max_draws: int, step: int, draw: int, n: int) -> list[int]:
+    """The task seeds of refill draw `draw` (1 .. max_draws - 1) of `step`: a pure function of (step,
+    draw), so a resumed run draws the same tasks; `n` <= tasks_per_step of them."""
+    first = start + REFILL_OFFSET + (step * max(max_draws - 1, 1) + draw - 1) * tasks_per_step
+    return list(range(first, first + n))
+
+
+def _kept_groups(trajectories: Sequence[Trajectory], keep: np.ndarray) -> int:
+    """How many groups of one draw (group ids are per draw) have a kept trajectory."""
+    return len({group_key(t) for t, k in zip(trajectories, keep) if k})
+
+
 def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: float = 1.0) -> dict[str, float]:
     """Mean success and reward of one sampled episode per held-out task.
 
@@ -90,20 +111,45 @@ def evaluate(manager: RolloutManager, seeds: Sequence[int], max_failed_share: fl
 
 
 def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
-    """One training step; returns its metrics record."""
+    """One training step; returns its metrics record.
+
+    With `filter_zero_variance`, groups whose advantages are all 0 are dropped, and while fewer than
+    `tasks_per_step` groups are kept, up to `max_draws - 1` more draws of the missing number of tasks
+    refill the batch (DAPO's dynamic sampling). The success, reward and credit statistics of the
+    record describe the first draw (an unbiased sample of the policy's tasks); `draws` and
+    `refill_groups` count the refill.
+    """
     # 1. collect: G samples per task, identical seeds within a group
     t0, c0 = time.perf_counter(), time.process_time()
     trajs = run.rollouts.run_sync(task_seeds(run.train_seed_start, cfg.tasks_per_step, step))
     check_failures(trajs, cfg.max_failed_share, f"RL step {step + 1}", "trainer.max_failed_share")
-    rollout_stats = run.rollouts.stats
+    tokens, failures = run.rollouts.stats.completion_tokens, Counter(run.rollouts.stats.failures)
     t1, c1 = time.perf_counter(), time.process_time()
 
     # 2. assign credit: per-step inputs (IGPO, SPA), per-turn advantages, broadcast to completion tokens
     credit = run.credit(trajs)
-    usable = np.array([not t.failed and len(t.turns) > 0 for t in trajs])
-    keep = credit.keep & usable if cfg.filter_zero_variance else usable
-    chosen = [t for t, k in zip(trajs, keep) if k]
-    token_adv = [a for a, k in zip(credit.token_advantages(trajs), keep) if k]
+    usable = np.array([not t.failed and len(t.turns) > 0 for t in trajs], dtype=bool)
+    chosen, token_adv, keep = _select(trajs, credit, cfg.filter_zero_variance)
+    # 2b. dynamic sampling: refill the dropped groups with new tasks, within the draw budget
+    kept = _kept_groups(trajs, keep)
+    draws, refill_groups, drawn, t_refill = 1, 0, len(trajs), 0.0
+    while cfg.filter_zero_variance and kept < cfg.tasks_per_step and draws < cfg.max_draws:
+        r0 = time.perf_counter()
+        missing = cfg.tasks_per_step - kept
+        extra = run.rollouts.run_sync(
+            refill_seeds(run.train_seed_start, cfg.tasks_per_step, cfg.max_draws, step, draws, missing)
+        )
+        tokens += run.rollouts.stats.completion_tokens
+        failures.update(run.rollouts.stats.failures)
+        t_refill += time.perf_counter() - r0
+        draws += 1
+        drawn += len(extra)
+        more, more_adv, more_keep = _select(extra, run.credit(extra), True)
+        new = _kept_groups(extra, more_keep)
+        refill_groups += new
+        kept += new
+        chosen += more
+        token_adv += more_adv
     t2, c2 = time.perf_counter(), time.process_time()
 
     # 3. update: one optimizer step over the kept trajectories (micro-batched)
@@ -127,6 +173,10 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         "trajectories": len(trajs),
         "failed": s.n_failed,
         "trained_on": len(chosen),
+        # dynamic sampling: rollout draws this step (1: no refill), groups the refills added, all episodes
+        "draws": draws,
+        "refill_groups": refill_groups,
+        "trajectories_drawn": drawn,
         "zero_variance_share": s.n_zero_variance_groups / max(s.n_groups, 1),
         "zero_advantage_share": s.n_zero_advantage_groups / max(s.n_groups, 1),
         # 1.0 on every step: the method gave exactly GRPO's advantages (the learning report checks it)
@@ -141,19 +191,31 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         "lr": update.get("lr", 0.0),
         "skipped_update": not chosen,
         "skip_reason": _skip_reason(usable, credit.keep) if not chosen else None,
-        "rollout_tokens_per_s": rollout_stats.completion_tokens / max(t1 - t0, 1e-9),
+        "rollout_tokens_per_s": tokens / max(t1 - t0 + t_refill, 1e-9),
         "update_tokens_per_s": update.get("tokens", 0.0) / max(t3 - t2, 1e-9),
-        "time_rollout_s": t1 - t0,
-        "time_credit_s": t2 - t1,
+        "time_rollout_s": t1 - t0 + t_refill,
+        "time_credit_s": t2 - t1 - t_refill,
         "time_update_s": t3 - t2,
         "time_sync_s": t4 - t3,
         # CPU seconds of this process: unlike wall time, they do not grow when other programs compete
         "cpu_rollout_s": c1 - c0,
         "cpu_update_s": c3 - c2,
     }
-    for kind, count in rollout_stats.failures.items():
+    for kind, count in failures.items():
         record[f"failures/{kind.value}"] = count
     return record
+
+
+def _select(
+    trajectories: Sequence[Trajectory], credit: CreditResult, filter_zero: bool
+) -> tuple[list[Trajectory], list[np.ndarray], np.ndarray]:
+    """The trajectories that enter the loss, their token advantages, and the keep mask: usable ones
+    (not failed, at least one turn), and with `filter_zero` only groups with a nonzero advantage."""
+    usable = np.array([not t.failed and len(t.turns) > 0 for t in trajectories], dtype=bool)
+    keep = credit.keep & usable if filter_zero else usable
+    chosen = [t for t, k in zip(trajectories, keep) if k]
+    token_adv = [a for a, k in zip(credit.token_advantages(trajectories), keep) if k]
+    return chosen, token_adv, keep
 
 
 def _skip_reason(usable: np.ndarray, keep: np.ndarray) -> str:

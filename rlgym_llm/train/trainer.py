@@ -134,6 +134,7 @@ class PolicyTrainer:
 
     @torch.no_grad()
     def _old_logp(self, batch: TrainBatch) -> torch.Tensor:
+        batch = batch.to(self.compute.device)
         was_training = self.model.training
         self.model.eval()
         parts = [self._forward(self.model, batch.slice(s, s + self.micro_batch_size)).logp for s in self._starts(batch)]

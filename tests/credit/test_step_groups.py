@@ -27,19 +27,23 @@ group_st = st.integers(1, 5).flatmap(
 )
 
 
-def centred(values, scale):
-    if all(v == values[0] for v in values):
+def centred(values, scale, ddof=1, of=None):
+    """(v - mean) / (std + 1e-6) of each v in `values`, the statistics over `of` (default: `values`)."""
+    pool = values if of is None else of
+    if all(v == pool[0] for v in pool):
         return [0.0] * len(values)
-    m = sum(values) / len(values)
+    m = sum(pool) / len(pool)
     if scale == "none":
         return [v - m for v in values]
-    s = math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+    s = math.sqrt(sum((v - m) ** 2 for v in pool) / (len(pool) - (ddof if len(pool) > ddof else 0)))
     return [(v - m) / (s + 1e-6) for v in values]
 
 
-def loop_gigpo(rewards, outcomes, keys, gamma, omega, scale):
-    """Eq. 3-8 of the paper, one step at a time: compare each step with every step from the same state."""
-    episode = centred(outcomes, scale)
+def loop_gigpo(rewards, outcomes, keys, gamma, omega, scale, cross_steps=True):
+    """Eq. 3-8 of the paper, one step at a time: compare each step with every step from the same state.
+    verl-agent's episode statistics (cross steps): every step row holds its trajectory's R."""
+    rows = [o for o, r in zip(outcomes, rewards) for _ in r] if cross_steps else outcomes
+    episode = centred(outcomes, scale, of=rows) if rows else [0.0] * len(outcomes)
     returns = [[sum(gamma ** (k - t) * r[k] for k in range(t, len(r))) for t in range(len(r))] for r in rewards]
     out = []
     for i, r in enumerate(rewards):
@@ -73,29 +77,43 @@ def test_advantages_by_hand():
     # A^E = R - 2/3 = [1/3, -2/3, 1/3]
     # step group s0: returns [0.5, 0, 0.25], mean 0.25 -> A^S = [0.25, -0.25, 0]
     # step group A:  returns [1, 0.5], mean 0.75 -> A^S = [0.25, -0.25]; B and C are singletons -> 0
-    adv = gigpo_advantages(
-        [[0, 1], [0, 0], [0, 0, 1]], [1, 0, 1], [["s0", "A"], ["s0", "B"], ["s0", "A", "C"]], gamma=0.5, scale="none"
-    )
+    rewards, keys = [[0, 1], [0, 0], [0, 0, 1]], [["s0", "A"], ["s0", "B"], ["s0", "A", "C"]]
+    adv = gigpo_advantages(rewards, [1, 0, 1], keys, gamma=0.5, scale="none", cross_steps=False)
     np.testing.assert_allclose(adv[0], [1 / 3 + 0.25, 1 / 3 + 0.25])
     np.testing.assert_allclose(adv[1], [-2 / 3 - 0.25, -2 / 3])
     np.testing.assert_allclose(adv[2], [1 / 3, 1 / 3 - 0.25, 1 / 3])
+    # verl-agent's default (cross steps): the episode mean is over the 7 step rows [1, 1, 0, 0, 1, 1, 1] = 5/7
+    adv = gigpo_advantages(rewards, [1, 0, 1], keys, gamma=0.5, scale="none")
+    np.testing.assert_allclose(adv[1], [-5 / 7 - 0.25, -5 / 7])
+
+
+def test_cross_step_episode_statistics_by_hand():
+    # verl-agent's episode_norm_reward with compute_mean_std_cross_steps=True: a success with 3 steps and a
+    # failure with 1; rows [1, 1, 1, 0]: mean 0.75, sample std sqrt((3 * 0.0625 + 0.5625) / 3) = 0.5
+    #   -> A^E = [0.25 / 0.5, -0.75 / 0.5] = [0.5, -1.5]; per trajectory: [1, 0] -> +-0.7071068
+    keys = [["a", "b", "c"], ["d"]]
+    adv = gigpo_advantages([[0, 0, 0], [0]], [1, 0], keys, eps=0.0)
+    np.testing.assert_allclose(adv[0], [0.5] * 3)
+    np.testing.assert_allclose(adv[1], [-1.5])
+    per_traj = gigpo_advantages([[0, 0, 0], [0]], [1, 0], keys, cross_steps=False, eps=0.0)
+    np.testing.assert_allclose([per_traj[0][0], per_traj[1][0]], [0.7071068, -0.7071068], atol=1e-7)
 
 
 def test_std_scaling_by_hand():
     # two rollouts from one state: outcomes [1, 0] -> A^E = [1, -1]; step returns (gamma 1) [2, 0] -> A^S = [1, -1]
-    adv = gigpo_advantages([[1, 1], [0, 0]], [1, 0], [["s", "x"], ["s", "y"]], gamma=1.0, omega=0.5, eps=0.0)
+    adv = gigpo_advantages([[1, 1], [0, 0]], [1, 0], [["s", "x"], ["s", "y"]], gamma=1.0, omega=0.5, ddof=0, eps=0.0)
     np.testing.assert_allclose(adv[0], [1 + 0.5, 1])
     np.testing.assert_allclose(adv[1], [-1 - 0.5, -1])
 
 
 @settings(deadline=None)
-@given(group_st, st.floats(0, 1), st.floats(0, 2), st.sampled_from(["std", "none"]))
-def test_matches_loop(group, gamma, omega, scale):
+@given(group_st, st.floats(0, 1), st.floats(0, 2), st.sampled_from(["std", "none"]), st.booleans())
+def test_matches_loop(group, gamma, omega, scale, cross_steps):
     steps, outcomes = group
     rewards = [r for r, _ in steps]
     keys = [k for _, k in steps]
-    got = gigpo_advantages(rewards, outcomes, keys, gamma=gamma, omega=omega, scale=scale)
-    for g, w in zip(got, loop_gigpo(rewards, outcomes, keys, gamma, omega, scale)):
+    got = gigpo_advantages(rewards, outcomes, keys, gamma=gamma, omega=omega, scale=scale, cross_steps=cross_steps)
+    for g, w in zip(got, loop_gigpo(rewards, outcomes, keys, gamma, omega, scale, cross_steps)):
         np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-7)
 
 
@@ -106,12 +124,13 @@ def test_singleton_step_groups_fall_back_to_grpo(group):
     steps, outcomes = group
     rewards = [r for r, _ in steps]
     keys = [[f"{i}-{t}" for t in range(len(r))] for i, r in enumerate(rewards)]
-    grpo = grpo_advantages(outcomes)
-    for a, r, g in zip(gigpo_advantages(rewards, outcomes, keys), rewards, grpo):
+    grpo = grpo_advantages(outcomes)  # per-trajectory statistics, population std
+    kw = {"cross_steps": False, "ddof": 0}
+    for a, r, g in zip(gigpo_advantages(rewards, outcomes, keys, **kw), rewards, grpo):
         np.testing.assert_array_equal(a, np.full(len(r), g))
     assert set(step_group_sizes(keys)) <= {1}
     none_keys = [[None] * len(r) for r in rewards]  # no state reported: the same fallback
-    for a, r, g in zip(gigpo_advantages(rewards, outcomes, none_keys), rewards, grpo):
+    for a, r, g in zip(gigpo_advantages(rewards, outcomes, none_keys, **kw), rewards, grpo):
         np.testing.assert_array_equal(a, np.full(len(r), g))
 
 

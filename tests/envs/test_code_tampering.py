@@ -316,3 +316,28 @@ def test_a_deeply_nested_return_value_is_a_failed_test_not_a_crash(env, tool):
         assert {t["status"] for t in info["test_results"]} == {"error"}
     else:
         assert "nested more than" in messages[0]["content"], messages[0]["content"]
+
+
+# --- the code leaves a box the host cannot write into: the next run is an error observation, not a crash ---
+
+BLOCK_THE_SOLUTION = """
+import os
+def digit_sum(n):
+    os.unlink("solution.py")
+    os.mkfifo("solution.py")  # the host's next write_file meets a FIFO (before: a hang, then an exception)
+    return -1
+"""
+
+
+def test_a_box_the_host_cannot_write_into_is_an_error_observation(env):
+    env.reset(seed=0, options={"task_id": "digit-sum"})
+    fill = {"id": "f", "name": "run_examples", "arguments": {"code": BLOCK_THE_SOLUTION}}
+    env.step({"role": "assistant", "content": "", "tool_calls": [fill]})
+    again = {"id": "a", "name": "run_examples", "arguments": {"code": "def digit_sum(n):\n    return 0\n"}}
+    messages, reward, terminated, _, _ = env.step({"role": "assistant", "content": "", "tool_calls": [again]})
+    assert not terminated and reward == 0.0
+    assert "could not write solution.py" in messages[0]["content"], messages[0]["content"]
+    task = next(t for t in env.unwrapped.tasks if t.id == "digit-sum")
+    sub = {"id": "s", "name": "submit", "arguments": {"code": task.answer}}
+    _, reward, terminated, _, _ = env.step({"role": "assistant", "content": "", "tool_calls": [sub]})
+    assert terminated and reward == 1.0  # hidden grading starts from a wiped box

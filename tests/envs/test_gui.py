@@ -229,12 +229,14 @@ def test_several_calls_in_one_turn_run_in_order_and_nothing_runs_after_done(env)
     assert env.unwrapped.state["ui"]["nav"] == ["home", "settings:main"]
 
 
-def test_too_many_calls_in_one_turn_are_refused_as_one_error(env):
+def test_calls_past_the_per_turn_cap_are_not_run_and_one_error_says_so(env):
     env.reset(seed=0)
     calls = [{"id": f"c{i}", "name": "back", "arguments": {}} for i in range(100)]
     obs, _, _, _, info = env.step({"role": "assistant", "content": "", "tool_calls": calls})
-    assert len(obs) == 1 and "at most 16" in obs[0]["content"]
-    assert info["signals"]["invalid_action"] is True
+    assert [m["role"] for m in obs] == ["tool"] * 16 + ["user"]
+    assert "84 more tool call(s) were not run: at most 16" in obs[-1]["content"]
+    assert "[" in obs[-1]["content"].split("\n\n", 1)[1], "the screen follows"
+    assert info["signals"]["invalid_action"] is True and info["signals"]["tool_ok"] is False
 
 
 def test_long_lists_scroll_a_page_at_a_time(env):

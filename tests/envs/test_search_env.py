@@ -213,3 +213,39 @@ def test_custom_corpus_and_qa(tmp_path):
     assert reward == 1.0 and info["signals"]["subgoals"] is None and info["signals"]["progress"] is None
     with pytest.raises(ValueError, match="both corpus_path and qa_path"):
         SearchEnv(corpus_path=corpus)
+
+
+def test_the_first_answer_is_final_a_second_answer_is_not_paid(env):
+    """Issue 16.10: a wrong answer, then the right one on a later step (the attack), pays nothing."""
+    env.reset(seed=0, options={"hops": 1})
+    task = env.unwrapped.task
+    _, reward, terminated, _, info = env.step(call("answer", text="surely wrong"))
+    assert (reward, terminated, info["outcome"]["reward"]) == (0.0, True, 0.0)
+    (msg,), reward, terminated, _, info = env.step(call("answer", text=task.answer))
+    assert "not run" in msg["content"] and reward == 0.0 and terminated
+    assert info["outcome"]["reward"] == 0.0 and env.unwrapped.submitted == "surely wrong"
+    # control: the same right answer, given first, is paid
+    env.reset(seed=0, options={"hops": 1})
+    assert env.step(call("answer", text=task.answer))[1] == 1.0
+
+
+def test_a_gold_answer_that_normalises_to_empty_is_refused_at_load(tmp_path):
+    """Issue 16.10: gold "The" would be matched by any stop-word answer ("a", "the", ".")."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "d1", "title": "T", "text": "The end."}) + "\n")
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(
+        json.dumps({"question": "Fine?", "answers": ["end"]})
+        + "\n"
+        + json.dumps({"question": "Which article?", "answers": ["The"]})
+        + "\n"
+    )
+    with pytest.raises(ValueError, match=r"qa.jsonl:2: .*\['The'\] normalise to the empty string"):
+        SearchEnv(corpus_path=corpus, qa_path=qa, cache_dir=tmp_path / "cache")
+
+
+def test_an_empty_reply_matches_no_answer():
+    from rlgym_envs.search.corpus import exact_match
+
+    assert exact_match("the", ["The"]) == 0.0 and exact_match(" . ", [""]) == 0.0
+    assert exact_match("The Rinca.", ["rinca"]) == 1.0

@@ -7,7 +7,7 @@ peft = pytest.importorskip("peft")
 pytestmark = pytest.mark.slow
 
 from rlgym_llm.core.errors import ConfigError  # noqa: E402
-from rlgym_llm.recipes.eval import _load_checkpoint  # noqa: E402
+from rlgym_llm.recipes.export import load_weights as _load_checkpoint  # noqa: E402
 from rlgym_llm.train import checkpoint  # noqa: E402
 
 

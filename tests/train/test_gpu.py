@@ -37,7 +37,8 @@ def _one_update(base_model, batch, compute):
     trainer = PolicyTrainer(model, LossConfig(), OptimConfig(lr=1e-3), micro_batch_size=2, compute=compute)
     old = trainer._old_logp(batch).cpu()
     metrics = trainer.accumulate(batch)
-    grads = [p.grad.detach().float().cpu() for p in model.parameters()]
+    # a copy: on CPU .float().cpu() is the same tensor, which gradient clipping then scales in place
+    grads = [p.grad.detach().float().cpu().clone() for p in model.parameters()]
     metrics.update(trainer.apply_gradients())
     return old, metrics, grads, [p.detach().cpu() for p in model.parameters()]
 
@@ -50,7 +51,10 @@ def test_cpu_and_cuda_agree_on_logprobs_loss_gradients_and_update(base_model, re
     old_g, m_g, g_g, w_g = _one_update(base_model, batch, CUDA)
     old_b, m_b, _, w_b = _one_update(base_model, batch, CUDA_BF16)
     logp_diff = (old_c - old_g)[mask].abs().max().item()
-    grad_rel = max((a - b).norm().item() / max(a.norm().item(), 1e-12) for a, b in zip(g_c, g_g))
+    # over the whole gradient: some tensors' gradients are zero up to rounding (Qwen2's k_proj bias
+    # cannot change a softmax over keys), where a per-tensor ratio would compare noise with noise
+    diff = sum((a - b).pow(2).sum().item() for a, b in zip(g_c, g_g)) ** 0.5
+    grad_rel = diff / sum(a.pow(2).sum().item() for a in g_c) ** 0.5
     bf16_diff = (old_c - old_b)[mask].abs().max().item()
     record_property(
         "figures",
@@ -66,7 +70,13 @@ def test_cpu_and_cuda_agree_on_logprobs_loss_gradients_and_update(base_model, re
     assert logp_diff < 1e-4
     assert m_c["loss"] == pytest.approx(m_g["loss"], abs=1e-5)
     assert grad_rel < 1e-3
-    assert max((a - b).abs().max().item() for a, b in zip(w_c, w_g)) < 1e-5
+    # the update as a whole: Adam divides by sqrt(v), so where a gradient is rounding noise (above)
+    # the two devices' steps differ by up to ~10% of lr entry by entry; the update vector agrees
+    w0 = [p.detach() for p in base_model.parameters()]
+    step = sum((a - z).pow(2).sum().item() for a, z in zip(w_c, w0)) ** 0.5
+    update_rel = sum((a - b).pow(2).sum().item() for a, b in zip(w_c, w_g)) ** 0.5 / step
+    record_property("update_rel", update_rel)
+    assert update_rel < 1e-2
     assert bf16_diff < 0.15 and m_b["loss"] == pytest.approx(m_c["loss"], abs=2e-2)
     assert all(w.dtype == torch.float32 for w in w_b)  # float32 master weights under bf16 autocast
 
@@ -96,14 +106,17 @@ def test_rlgym_train_sft_then_rl_on_cuda_in_bf16(tmp_path, record_property):
     from rlgym_llm.cli.main import main
 
     args = ["train", f"out_dir={tmp_path}", "progress=false", "trainer.device=cuda", "trainer.dtype=bfloat16"]
-    args += ["sft.episodes=64", "sft.steps=20", "trainer.steps=2", "trainer.tasks_per_step=4"]
-    args += ["trainer.group_size=4", "trainer.eval_tasks=8", "trainer.eval_every=0"]
+    # the demo's warm-up (a noisy teacher's clone that fails often), so RL has groups to learn from
+    args += ["trainer.steps=2", "trainer.tasks_per_step=6", "trainer.group_size=8"]
+    args += ["trainer.eval_tasks=32", "trainer.eval_every=0"]
     t0 = time.perf_counter()
     assert main(args) == 0
     seconds = time.perf_counter() - t0
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    record_property("figures", {"seconds": seconds, "summary": {k: summary[k] for k in ("before", "after", "sft")}})
+    keys = ("before", "after", "sft", "updates")
+    record_property("figures", {"seconds": seconds, "summary": {k: summary[k] for k in keys}})
     assert [r["step"] for r in records] == [1, 2]
+    assert summary["updates"]["done"] >= 1  # a real bf16 update on the GPU, not only skipped steps
     assert summary["sft"]["loss_last"] < summary["sft"]["loss_first"]
     assert (tmp_path / "checkpoints" / "step_000002" / "trainer.pt").exists()

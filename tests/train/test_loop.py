@@ -18,7 +18,7 @@ from rlgym_llm.rollout.policy import SamplingParams, SeededPolicy, TrainablePoli
 from rlgym_llm.testing.policies import FaultyPolicy, ScriptedPolicy  # noqa: E402
 from rlgym_llm.train.config import TrainerConfig  # noqa: E402
 from rlgym_llm.train.credit_inputs import CreditAssigner  # noqa: E402
-from rlgym_llm.train.loop import RunParts, step_once, task_seeds, train  # noqa: E402
+from rlgym_llm.train.loop import RunParts, refill_seeds, step_once, task_seeds, train  # noqa: E402
 from rlgym_llm.train.metrics import MetricsLog  # noqa: E402
 from rlgym_llm.train.trainer import LossConfig, PolicyTrainer  # noqa: E402
 
@@ -168,6 +168,55 @@ def test_zero_variance_groups_are_filtered_out(parts):
     record = step_once(run, cfg, 0)
     assert record["zero_variance_share"] == 1.0 and record["trained_on"] == 0 and record["skipped_update"]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def _parity_policy(tokenizer):
+    """Counter: always right on odd targets (such a group ties: dropped); on even targets right on every
+    other call (such a group varies: kept)."""
+    calls = iter(range(10**6))
+
+    def respond(prompt: str) -> str:
+        target = int(re.findall(r"to exactly (\d+)", prompt)[0])
+        done = "counter = " in prompt.rsplit("<|im_start|>user", 1)[-1]
+        if done or (target % 2 == 0 and next(calls) % 2):
+            return '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+        return '<tool_call>{"name": "add", "arguments": {"amount": ' + str(target) + "}}</tool_call>"
+
+    return ScriptedPolicy(tokenizer, respond)
+
+
+def test_refill_seeds_are_a_function_of_step_and_draw_and_stay_apart():
+    seen = set(task_seeds(0, 4, 0)) | set(task_seeds(0, 4, 1))
+    for step in (0, 1):
+        for draw in (1, 2):
+            seeds = refill_seeds(0, 4, 3, step, draw, 4)
+            assert seeds == refill_seeds(0, 4, 3, step, draw, 4) and not seen & set(seeds)
+            seen |= set(seeds)
+    assert refill_seeds(0, 4, 3, 0, 1, 2) == refill_seeds(0, 4, 3, 0, 1, 4)[:2]  # fewer missing: a prefix
+
+
+def test_dynamic_sampling_refills_dropped_groups_within_the_draw_budget(parts):
+    policy, _ = parts
+    run, _ = _run(parts)
+    run.rollouts.policy = SeededPolicy(_parity_policy(policy.tokenizer), base=0)
+    asked = []
+    real = run.rollouts.run_sync
+    run.rollouts.run_sync = lambda seeds: asked.append(list(seeds)) or real(seeds)
+    cfg = TrainerConfig(steps=1, tasks_per_step=4, filter_zero_variance=True, max_draws=6)
+    record = step_once(run, cfg, 0)
+    first = record["trajectories"] // 2 - round(record["zero_advantage_share"] * 4)  # groups kept from draw 1
+    assert record["draws"] == len(asked) and asked[0] == task_seeds(0, 4, 0)
+    for draw, seeds in enumerate(asked[1:], start=1):  # each refill asks for the groups still missing
+        assert seeds == refill_seeds(0, 4, 6, 0, draw, len(seeds))
+    kept = first + record["refill_groups"]
+    assert record["trained_on"] == 2 * kept and record["trajectories_drawn"] == 2 * sum(map(len, asked))
+    assert kept == 4 or record["draws"] == 6  # filled, or the budget ran out
+    assert record["refill_groups"] > 0  # this policy's first draw ties somewhere and a refill adds groups
+    # budget 1: drop only
+    run2, _ = _run(parts)
+    run2.rollouts.policy = SeededPolicy(_parity_policy(policy.tokenizer), base=0)
+    once = step_once(run2, TrainerConfig(steps=1, tasks_per_step=4, max_draws=1), 0)
+    assert once["draws"] == 1 and once["refill_groups"] == 0 and once["trained_on"] == 2 * first
 
 
 def test_periodic_held_out_evaluation_lands_in_the_records_and_ends_the_run(parts, tmp_path):

@@ -141,3 +141,30 @@ def test_matches_plain_loop_on_random_groups(spec, seed):
     for mode in AGG_MODES:
         out = policy_loss(logp, old, adv, mask, BatchTotals.of(mask, NORM_CONST), EPS_LOW, EPS_HIGH, mode)
         assert out.loss.item() == pytest.approx(loop_loss(ratios, token_adv, mode), rel=1e-9, abs=1e-12)
+
+
+def test_drgrpo_aggregation_against_verls_normaliser_by_hand():
+    # Dr. GRPO's loss: sum of token losses over a constant. Here (as TRL's dr_grpo): sum / (B * L_max).
+    # verl's seq-mean-token-sum-norm divides each micro-batch's sum by L_max only and scales it by
+    # 1 / (number of micro-batches): sum / (n_micro * L_max), i.e. this loss times B / n_micro.
+    # Two micro-batches of two sequences, token losses [1, 2 | 3] [4 | 5, 6], L_max = 10:
+    #   here: 21 / (4 * 10) = 0.525;  verl: (6 / 10 + 15 / 10) / 2 = 1.05 = 0.525 * 4 / 2
+    from rlgym_llm.train.losses import aggregate
+
+    values = torch.tensor([[1.0, 2.0], [3.0, 0.0], [4.0, 0.0], [5.0, 6.0]])
+    mask = torch.tensor([[1, 1], [1, 0], [1, 0], [1, 1]])
+    totals = BatchTotals.of(mask, norm_const=10.0)
+    ours = sum(
+        float(aggregate(values[s], mask[s], "seq-mean-token-sum-norm", totals)) for s in (slice(0, 2), slice(2, 4))
+    )
+    assert ours == pytest.approx(0.525)
+    verl = sum(float((values[s] * mask[s]).sum()) / 10.0 for s in (slice(0, 2), slice(2, 4))) / 2
+    assert verl == pytest.approx(1.05) and verl / ours == pytest.approx(4 / 2)
+
+
+def test_credit_drgrpo_sets_its_loss_aggregation():
+    from rlgym_llm.config import load_config
+
+    assert load_config("train", ["credit=drgrpo"]).trainer.loss.agg == "seq-mean-token-sum-norm"
+    assert load_config("train", ["credit=drgrpo", "trainer.loss.agg=token-mean"]).trainer.loss.agg == "token-mean"
+    assert load_config("train", ["credit=grpo"]).trainer.loss.agg == "token-mean"

@@ -3,6 +3,7 @@ the step records under the names `metrics.jsonl` uses."""
 
 import json
 import struct
+import time
 
 import pytest
 
@@ -39,26 +40,34 @@ def _offline_runs(out):
     return sorted((out / "wandb").glob("offline-run-*"))
 
 
-def wandb_history(run_dir):
+def wandb_history(run_dir, timeout_s=20.0):
     """The history rows ({name: value} per `wandb.log`) of an offline run's `.wandb` file: a
-    LevelDB-style log (32 KiB blocks of records with a 7-byte header) of `Record` protobufs."""
+    LevelDB-style log (32 KiB blocks of records with a 7-byte header) of `Record` protobufs.
+    wandb's writer process may still be flushing after `finish()` returns: read until the run's
+    `exit` record is there."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     (path,) = run_dir.glob("run-*.wandb")
-    data, pos, buf, rows = path.read_bytes(), 7, b"", []  # 7 bytes: ":W&B", magic, version
-    while pos + 7 <= len(data):
-        if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
-            pos += 32768 - pos % 32768
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        buf, pos = buf + data[pos + 7 : pos + 7 + length], pos + 7 + length
-        if kind in (1, 4):  # a full record, or the last piece of one
-            record = pb.Record()
-            record.ParseFromString(buf)
-            if record.WhichOneof("record_type") == "history":
-                rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
-            buf = b""
-    return rows
+    deadline = time.monotonic() + timeout_s
+    while True:
+        data, pos, buf, rows, kinds = path.read_bytes(), 7, b"", [], []  # 7 bytes: ":W&B", magic, version
+        while pos + 7 <= len(data):
+            if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
+                pos += 32768 - pos % 32768
+                continue
+            _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+            buf, pos = buf + data[pos + 7 : pos + 7 + length], pos + 7 + length
+            if kind in (1, 4):  # a full record, or the last piece of one
+                record = pb.Record()
+                record.ParseFromString(buf)
+                kinds.append(record.WhichOneof("record_type"))
+                if kinds[-1] == "history":
+                    items = record.history.item
+                    rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in items})
+                buf = b""
+        if "exit" in kinds or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.2)
 
 
 def test_wandb_offline_run_holds_the_same_names_and_resumes_the_same_run(tmp_path, monkeypatch):

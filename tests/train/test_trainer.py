@@ -40,8 +40,9 @@ def test_one_micro_batch_of_8_equals_8_of_1(base_model, agg):
     drift = max((a - b).abs().max().item() for a, b in zip(t1.model.parameters(), t8.model.parameters()))
     step = max((a - b).abs().max().item() for a, b in zip(t1.model.parameters(), base_model.parameters()))
     # Adam divides by sqrt(v): for parameters whose gradient is ~0, fp32 rounding of the summation
-    # order shows up at a few percent of the step size; everywhere else the updates agree exactly.
-    assert drift < 5e-2 * step
+    # order shows up at a few percent of the step size (up to 7% seen on another CPU and BLAS build);
+    # everywhere else the updates agree exactly.
+    assert drift < 1e-1 * step
 
 
 def test_recomputed_old_logprobs_match_the_engine_logprobs_in_process(base_model):

@@ -34,8 +34,6 @@ from rlgym_envs.gui.apps import DEFAULT_APPS
 from rlgym_envs.gui.device import Device, InvalidAction, state_key
 from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolResult
 
-MAX_CALLS_PER_TURN = 16  # one tool message per call; keeps every observation inside the ChatSpace
-
 SYSTEM_PROMPT = """You operate a phone through its accessibility tree. Each screen lists one element a line: \
 [id] role "label" and its state (on/off, checked, value, options, disabled).
 Tools: click(id) presses a button, link, list item, switch or checkbox; type(id, text) replaces the text of a \
@@ -93,6 +91,8 @@ class GUIEnv(Env):
         apps: the installed apps (`App` instances, names unique); default: settings, mail, shop, files.
         task_apps: names of the apps goals are drawn from (default: all installed apps).
         render_screenshot: add a PNG screenshot to every `info` (needs Pillow).
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (Click, TypeText, Select, Scroll, Back, Done)
@@ -103,8 +103,10 @@ class GUIEnv(Env):
         apps: Sequence[App] | None = None,
         task_apps: Sequence[str] | None = None,
         render_screenshot: bool = False,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ):
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         self.device = Device(DEFAULT_APPS if apps is None else apps)
         names = [a.name for a in self.device.apps]
         self.task_apps = tuple(names if task_apps is None else task_apps)
@@ -173,11 +175,8 @@ class GUIEnv(Env):
         if not turn.tool_calls:
             text = "No action taken: call one of the tools (click, type, select, scroll, back, done)."
             return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], None, False)
-        if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
-            text = f"Error: {len(turn.tool_calls)} tool calls in one turn; send at most {MAX_CALLS_PER_TURN}."
-            return self._step([{"role": "user", "content": f"{text}\n\n{self._screen_text()}"}], False, True)
         run = self.run_tools(turn)
-        invalid = any(r is False for r in run.results)
+        invalid = run.dropped > 0 or any(r is False for r in run.results)
         if not self._done:
             run.messages[-1]["content"] += f"\n\n{self._screen_text()}"
         return self._step(run.messages, run.ok, invalid, terminated=self._done)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,7 +25,8 @@ import pydantic
 
 from rlgym_envs.math.calculator import evaluate
 from rlgym_llm.core.env import Task
-from rlgym_llm.core.errors import RlgymError
+from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.records import FORMATS, read_records
 
 KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
@@ -36,7 +36,7 @@ _NAMES = ("Ava", "Ben", "Chloe", "Diego", "Emma", "Farah", "Gus", "Hana", "Ivan"
 _ITEMS = ("pencils", "apples", "stickers", "marbles", "notebooks", "cookies")
 
 
-class DatasetError(RlgymError, ValueError):
+class DatasetError(DataFileError):
     """A dataset file is missing or has a malformed line; the message names the file and line."""
 
 
@@ -221,50 +221,54 @@ def resolve_dataset(dataset: str | Path) -> Path:
     return Path(dataset).expanduser()
 
 
-def load_dataset(dataset: str | Path) -> list[Task]:
-    """Read a JSONL dataset into tasks (ids: the record's `id`, else `<file stem>-<line index>`).
+def load_dataset(dataset: str | Path, fields: Mapping[str, str] | None = None, split: str | None = None) -> list[Task]:
+    """Read a data set into tasks (ids: the record's `id`, else `<file stem>-<row index>`).
 
-    Parsed files are cached by path, size and modification time: the rollout manager makes a fresh
+    Args:
+        dataset: a JSONL or Parquet file, a Hugging Face `datasets` folder (`save_to_disk`), or
+            "sample" (`rlgym_llm.core.records.read_records`).
+        fields: the env's field -> the data set's column, e.g. `{"question": "problem"}`.
+        split: the split of a `DatasetDict` folder.
+
+    Parsed data sets are cached by path, size and modification time: the rollout manager makes a fresh
     env per episode, and re-reading the file each time would cost more than the episode.
 
     Raises:
-        DatasetError: the file is missing or empty, or a line is not a valid record (the message
-            names the file and the 1-based line number).
+        DatasetError: the data set is missing or empty, or a row is not a valid record (the message
+            names the file and the 1-based row number).
     """
     path = resolve_dataset(dataset)
-    if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist (pass a JSONL path, or 'sample')")
+    if not path.exists():
+        raise DatasetError(f"dataset {str(path)!r} does not exist (pass {FORMATS}, or 'sample')")
     stat = path.stat()
-    return list(_load_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    mapping = tuple(sorted((fields or {}).items()))
+    return list(_load_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns, mapping, split))
 
 
 @functools.lru_cache(maxsize=16)
-def _load_cached(path_text: str, size: int, mtime_ns: int) -> tuple[Task, ...]:
-    """The tasks of one version of a file (`size` and `mtime_ns` are part of the cache key only)."""
+def _load_cached(
+    path_text: str, size: int, mtime_ns: int, fields: tuple[tuple[str, str], ...], split: str | None
+) -> tuple[Task, ...]:
+    """The tasks of one version of a data set (`size` and `mtime_ns` are part of the cache key only)."""
     path = Path(path_text)
     tasks: list[Task] = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = Record.model_validate(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-            except pydantic.ValidationError as e:
-                problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors())
-                raise DatasetError(
-                    f'{path}:{lineno}: expected an object like {{"question": "...", "answer": "..."}}: {problems}'
-                ) from None
-            index = len(tasks)
-            tasks.append(
-                Task(
-                    id=record.id or f"{path.stem}-{index}",
-                    prompt=record.question,
-                    answer=record.answer,
-                    meta={"kind": "dataset", "source": path.name, "index": index, "line": lineno},
-                )
+    for lineno, value in read_records(path, dict(fields), split, error=DatasetError):
+        try:
+            record = Record.model_validate(value)
+        except pydantic.ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors())
+            raise DatasetError(
+                f'{path}:{lineno}: expected an object like {{"question": "...", "answer": "..."}}: {problems}'
+            ) from None
+        index = len(tasks)
+        tasks.append(
+            Task(
+                id=record.id or f"{path.stem}-{index}",
+                prompt=record.question,
+                answer=record.answer,
+                meta={"kind": "dataset", "source": path.name, "index": index, "line": lineno},
             )
+        )
     if not tasks:
         raise DatasetError(f"dataset file {str(path)!r} has no records")
     return tuple(tasks)

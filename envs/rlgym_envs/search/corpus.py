@@ -16,10 +16,14 @@ import json
 import os
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pydantic
+
+from rlgym_llm.core.errors import DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.records import read_records
 
 
 @dataclass(frozen=True)
@@ -53,41 +57,71 @@ class _QARow(pydantic.BaseModel):
     answers: list[str] = pydantic.Field(min_length=1)
     gold_docs: list[str] = []
 
+    @pydantic.field_validator("answers")
+    @classmethod
+    def _answers_are_scorable(cls, answers: list[str]) -> list[str]:
+        # An answer that normalises to "" (e.g. "The") would be matched by any stop-word reply.
+        empty = [a for a in answers if not normalize_answer(a)]
+        if empty:
+            raise ValueError(
+                f"gold answer(s) {empty[:3]} normalise to the empty string (lowercased, punctuation and the "
+                "articles a/an/the dropped), so any such reply would match; give answers with content words"
+            )
+        return answers
 
-def _rows(path: str | os.PathLike[str], model: type[pydantic.BaseModel]) -> list[pydantic.BaseModel]:
-    """Parse a JSONL file, listing every bad line in one error (a user's file is a trust boundary)."""
-    rows, problems = [], []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(model.model_validate_json(line))
-            except pydantic.ValidationError as e:
-                problems.append(f"{path}:{lineno}: {'; '.join(err['msg'] for err in e.errors())}")
+
+def _rows(
+    path: str | os.PathLike[str],
+    model: type[pydantic.BaseModel],
+    fields: Mapping[str, str] | None = None,
+    split: str | None = None,
+) -> list[pydantic.BaseModel]:
+    """Parse a data set (JSONL, Parquet or a `datasets` folder, columns renamed by `fields`), listing
+    every bad row in one error (a user's file is a trust boundary)."""
+    rows: list[pydantic.BaseModel] = []
+    problems: list[str] = []
+    records = (
+        read_jsonl(path, problems=problems)
+        if not fields and not split and str(path).endswith(".jsonl")
+        else read_records(path, fields, split)
+    )
+    for lineno, value in records:
+        try:
+            rows.append(model.model_validate(value))
+        except pydantic.ValidationError as e:
+            problems.append(f"{path}:{lineno}: {'; '.join(err['msg'] for err in e.errors())}")
     if problems:
         shown = "\n".join(problems[:10])
-        raise ValueError(f"{len(problems)} bad line(s) in {path}:\n{shown}")
+        raise DataFileError(f"{len(problems)} bad line(s) in {path}:\n{shown}")
     if not rows:
-        raise ValueError(f"{path} holds no rows; expected one JSON object per line")
+        raise DataFileError(f"{path} holds no rows; expected one JSON object per line")
     return rows
 
 
-def load_corpus(path: str | os.PathLike[str]) -> tuple[Document, ...]:
-    """Load documents from JSONL (`{"id", "title", "text"}` per line).
+def load_corpus(
+    path: str | os.PathLike[str], fields: Mapping[str, str] | None = None, split: str | None = None
+) -> tuple[Document, ...]:
+    """Load documents (`{"id", "title", "text"}` rows) from JSONL, Parquet or a `datasets` folder;
+    `fields` maps a field to the data set's column.
 
     Raises:
         ValueError: a line is not a valid document, or two documents share an id.
     """
-    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow))  # type: ignore[attr-defined]
+    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow, fields, split))  # type: ignore[attr-defined]
     dupes = sorted(i for i, n in collections.Counter(d.id for d in docs).items() if n > 1)
     if dupes:
         raise ValueError(f"{path}: duplicate document ids {dupes[:5]}; ids must be unique")
     return docs
 
 
-def load_qa(path: str | os.PathLike[str], doc_ids: Iterable[str] | None = None) -> tuple[QAItem, ...]:
-    """Load questions from JSONL (`{"question", "answers": [...], "gold_docs": [...]}` per line).
+def load_qa(
+    path: str | os.PathLike[str],
+    doc_ids: Iterable[str] | None = None,
+    fields: Mapping[str, str] | None = None,
+    split: str | None = None,
+) -> tuple[QAItem, ...]:
+    """Load questions (`{"question", "answers": [...], "gold_docs": [...]}` rows) from JSONL, Parquet or
+    a `datasets` folder; `fields` maps a field to the data set's column.
 
     Args:
         path: the JSONL file.
@@ -98,7 +132,7 @@ def load_qa(path: str | os.PathLike[str], doc_ids: Iterable[str] | None = None) 
     """
     items = tuple(
         QAItem(question=r.question, answers=tuple(r.answers), gold_docs=tuple(r.gold_docs))  # type: ignore[attr-defined]
-        for r in _rows(path, _QARow)
+        for r in _rows(path, _QARow, fields, split)
     )
     if doc_ids is not None:
         known = set(doc_ids)
@@ -129,9 +163,10 @@ def normalize_answer(text: str) -> str:
 
 
 def exact_match(prediction: str, answers: Iterable[str]) -> float:
-    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0."""
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0 (always 0.0 for a
+    prediction that normalises to the empty string: "the" or "." answers nothing)."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in answers))
+    return float(bool(pred) and any(pred == normalize_answer(a) for a in answers))
 
 
 def token_f1(prediction: str, answers: Iterable[str]) -> float:
@@ -141,9 +176,7 @@ def token_f1(prediction: str, answers: Iterable[str]) -> float:
     for answer in answers:
         gold = normalize_answer(answer).split()
         common = sum((collections.Counter(pred) & collections.Counter(gold)).values())
-        if not pred or not gold:
-            score = float(pred == gold)
-        elif common == 0:
+        if common == 0:  # also an empty reply, or a gold answer of stop words only: nothing to score
             score = 0.0
         else:
             precision, recall = common / len(pred), common / len(gold)

@@ -5,7 +5,7 @@ memorised; `corpus_path` and `qa_path` swap in a user's own JSONL corpus and QA 
 
 Tools: `search(query, k)` returns ids, titles and snippets from a BM25 index (or, with `retriever="dense"` or
 `"hybrid"`, a sentence-embedding index or both fused); `open(doc_id)` returns a full
-document; `answer(text)` ends the episode. The reward is the normalised exact match of the answer against any
+document; `answer(text)` ends the episode (the first answer is final: a later step runs nothing and pays 0). The reward is the normalised exact match of the answer against any
 gold answer (`em`, 0 or 1); token F1 is reported as the `f1` component but not rewarded, so that a partially
 right name earns nothing and the reward stays strictly verifiable.
 
@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_envs.search.corpus import Document, QAItem, exact_match, load_corpus, load_qa, token_f1
-from rlgym_envs.search.index import RETRIEVERS, get_retriever
+from rlgym_envs.search.retrieval import RETRIEVERS, get_retriever
 from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
@@ -97,12 +97,17 @@ class SearchEnv(Env):
         world_seed: seed of the generated world (ignored when `corpus_path` is given).
         world_people: size of the generated world (people; other entity counts scale with it).
         max_hops: the longest questions of the generated world, 1 to 3.
-        corpus_path: a JSONL corpus of `{"id", "title", "text"}`; needs `qa_path` too.
-        qa_path: a JSONL QA set of `{"question", "answers", "gold_docs"?}`.
+        corpus_path: a corpus of `{"id", "title", "text"}` rows (JSONL, Parquet or a Hugging Face
+            `datasets` folder); needs `qa_path` too.
+        qa_path: a QA set of `{"question", "answers", "gold_docs"?}` rows, in any of those formats.
+        fields, corpus_fields: the QA set's and the corpus's column for each field, e.g. `{"question": "q"}`.
+        split: the split of `datasets` folders that hold several (default: `train`).
         cache_dir: where the indexes are cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
         snippet_chars: the most characters of each search result's snippet.
         retriever: `"bm25"` (default), `"dense"` (all-MiniLM-L6-v2 embeddings; needs the `dense` extra) or
             `"hybrid"` (both, fused by reciprocal rank).
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
 
     Reset options: `{"hops": n}` draws a question with n hops (generated world only); `{"index": i}` picks
     question i.
@@ -118,18 +123,23 @@ class SearchEnv(Env):
         max_hops: int = 3,
         corpus_path: str | os.PathLike[str] | None = None,
         qa_path: str | os.PathLike[str] | None = None,
+        corpus_fields: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
+        split: str | None = None,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         snippet_chars: int = 200,
         retriever: str = "bm25",
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ):
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         if retriever not in RETRIEVERS:
             raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
         if (corpus_path is None) != (qa_path is None):
             raise ValueError("give both corpus_path and qa_path (a corpus and its questions), or neither")
         if corpus_path is not None and qa_path is not None:
-            docs = load_corpus(corpus_path)
-            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs])
+            docs = load_corpus(corpus_path, corpus_fields, split)
+            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs], fields=fields, split=split)
             self._structure: tuple[Mapping[str, Any], ...] = ({},) * len(self._items)
             self.source = f"corpus:{os.fspath(corpus_path)}"
         else:
@@ -147,7 +157,6 @@ class SearchEnv(Env):
         self.found: set[int] = set()  # hops whose gold document has been seen
         self.seen: set[str] = set()  # every document id retrieved or opened
         self.submitted: str | None = None
-        self._answered = False  # an answer was given this turn
         self._gold = False  # a gold document surfaced this turn
 
     # --- Env hooks ---------------------------------------------------------------------------------
@@ -156,7 +165,8 @@ class SearchEnv(Env):
         self.found, self.seen, self.submitted = set(), set(), None
 
     def episode_over(self) -> bool:
-        return self._answered
+        """The first answer is final: later calls are not run, and a second answer cannot be paid."""
+        return self.submitted is not None
 
     def sample_task(self, options: Mapping[str, Any]) -> SearchTask:
         if "index" in options:
@@ -187,17 +197,19 @@ class SearchEnv(Env):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
+        answered_before = self.submitted is not None
         if not turn.tool_calls:
             return Step(
                 messages=[{"role": "user", "content": "Use a tool: search, open, or answer to submit your answer."}],
+                terminated=answered_before,
                 signals=self._signals(tool_ok=None, gold=False),
             )
-        self._answered = self._gold = False
+        self._gold = False
         run = self.run_tools(turn)
-        done, outcome = self._answered, self.outcome()
+        done, outcome = self.submitted is not None, self.outcome()
         return Step(
             messages=run.messages,
-            reward=outcome["reward"] if done else 0.0,
+            reward=outcome["reward"] if done and not answered_before else 0.0,
             terminated=done,
             signals=self._signals(tool_ok=run.ok, gold=self._gold, components=outcome["components"] if done else {}),
         )
@@ -213,7 +225,7 @@ class SearchEnv(Env):
         return ToolResult(text, ok=found)
 
     def on_answer(self, args: Answer) -> str:
-        self.submitted, self._answered = args.text, True
+        self.submitted = args.text
         # Never say what the right answer was: the feedback must not leak it to later samples.
         return "Answer submitted."
 

@@ -117,6 +117,8 @@ class SWEEnv(Env):
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
         hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
             issue says what is wrong); grading still runs them.
+        max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
+            characters returned (see `rlgym_llm.Env`).
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = TOOLS
@@ -133,8 +135,10 @@ class SWEEnv(Env):
         test_timeout: float = 10.0,
         dense_signals: bool = True,
         hide_tests: bool = False,
+        max_tool_calls: int = 16,
+        max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__()
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         problems = []
         if backend not in BACKENDS:
             problems.append(f"unknown sandbox backend {backend!r}; choose one of {sorted(BACKENDS)}")
@@ -355,8 +359,9 @@ class SWEEnv(Env):
         self._calls += len(results)
         submitted_now = self._submitted and not submitted_before
         modified = self._modified
-        results += [False] * len(turn.parse_errors)  # calls the agent could not parse count as failed calls
-        self._calls += len(turn.parse_errors)
+        # Calls the agent could not parse, and calls past the per-turn cap, count as failed calls.
+        results += [False] * (len(turn.parse_errors) + run.dropped)
+        self._calls += len(turn.parse_errors) + run.dropped
         self._ok_calls += sum(results)
         if not turn.tool_calls and not turn.parse_errors:
             messages.append({"role": "user", "content": NO_TOOL_CALL})

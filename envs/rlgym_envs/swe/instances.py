@@ -94,7 +94,8 @@ def read_repo(root: str | os.PathLike[str]) -> dict[str, str]:
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
         for name in sorted(filenames):
             path = Path(dirpath, name)
-            if path.is_symlink() or path.stat().st_size > _MAX_FILE_BYTES:
+            # Regular files only: a FIFO or device would block the read; a symlink could point outside.
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
                 continue
             try:
                 text = path.read_text(encoding="utf-8")

@@ -32,7 +32,8 @@ from rlgym_envs.swe.instances import Instance, is_test_path, read_repo
 from rlgym_envs.swe.patches import PatchError, apply_patch, make_patch
 from rlgym_envs.swe.sources import fetch_sdist
 from rlgym_envs.swe.toolchain import ToolchainError
-from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.errors import ConfigError, DataFileError
+from rlgym_llm.core.jsonl import read_jsonl
 
 
 def _test_list(row: Mapping[str, Any], key: str, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -72,6 +73,9 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
             problems.append(f"{where}: source must be {{'requirement': 'name==version', 'sha256': ..., 'root': ...}}")
     elif repo_dir is None or not repo_dir.is_dir():
         problems.append(f"{where}: repo_dir (or repo) must name a directory, got {repo_field!r}")
+    elif _is_system_dir(repo_dir):
+        problems.append(f"{where}: repo_dir {str(repo_dir)!r} is a system directory, not a repository")
+        repo_dir = None
     python_path = row.get("python_path") or []
     if not isinstance(python_path, list) or not all(
         isinstance(p, str) and p and not p.startswith(("/", "..")) for p in python_path
@@ -95,6 +99,10 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
     else:
         assert repo_dir is not None
         files = read_repo(repo_dir)
+        if not any(p.endswith(".py") and not is_test_path(p) for p in files):
+            raise ConfigError(
+                [f"{where}: repo_dir {str(repo_dir)!r} holds no Python source file; is it the repository?"]
+            )
     test_files = {p: t for p, t in files.items() if is_test_path(p)}
     gold: dict[str, str] = {}
     try:
@@ -108,6 +116,11 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
             gold = {p: t for p, t in fixed.items() if files.get(p) != t}
     except PatchError as e:
         raise ConfigError([f"{where}: {e}"]) from None
+    missing = sorted({t.split("::")[0] for t in f2p + p2p} - set(files) - set(test_files))
+    if missing and source is None:
+        raise ConfigError(
+            [f"{where}: the test files {missing[:5]} named by FAIL_TO_PASS/PASS_TO_PASS are not in {str(repo_dir)!r}"]
+        )
     return Instance(
         id=instance_id,
         repo=str(row["repo"]).rsplit("/", 1)[-1] if source is not None else Path(str(repo_dir)).name,
@@ -121,6 +134,15 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
         python_path=tuple(python_path),
         license=row.get("license") if isinstance(row.get("license"), str) else None,
     )
+
+
+# Virtual and system trees: never a user's repository, and reading them can block (FIFOs, /proc, /dev).
+_SYSTEM_ROOTS = ("/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/usr", "/bin", "/sbin", "/lib", "/var")
+
+
+def _is_system_dir(path: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == Path("/") or any(resolved == Path(r) or Path(r) in resolved.parents for r in _SYSTEM_ROOTS)
 
 
 @functools.lru_cache(maxsize=16)
@@ -139,21 +161,15 @@ def load_instances(path: str | Path) -> list[Instance]:
     """Every instance of a SWE-bench-style JSONL file (blank lines skipped).
 
     Raises:
-        ConfigError: the file is missing, or rows are malformed (every problem listed at once).
+        DataFileError: lines are not UTF-8 text, not JSON, or malformed rows (every problem listed at once).
+        ConfigError: the file is missing or holds no instance.
     """
     source = Path(path)
     if not source.is_file():
         raise ConfigError([f"SWE dataset {str(source)!r} does not exist"])
     instances, problems, seen = [], [], set()
-    for n, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for n, row in read_jsonl(source, problems=problems):  # lines that are not UTF-8 or JSON: in `problems`
         where = f"{source.name}:{n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append(f"{where}: not valid JSON ({e.msg})")
-            continue
         if not isinstance(row, dict):
             problems.append(f"{where}: each line must be a JSON object")
             continue
@@ -167,7 +183,7 @@ def load_instances(path: str | Path) -> list[Instance]:
         seen.add(inst.id)
         instances.append(inst)
     if problems:
-        raise ConfigError(problems)
+        raise DataFileError(problems)
     if not instances:
         raise ConfigError([f"SWE dataset {str(source)!r} has no instances"])
     return instances
