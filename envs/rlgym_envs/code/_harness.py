@@ -72,6 +72,10 @@ def landlock(writable):
             return 0
         rules = [(p, handled) for p in writable] + [(p, _READ) for p in _readable_roots()]
         rules += [(p, 2 | 4) for p in _DEVICES]
+        # Listing the stdlib folder itself: the import system lists a sys.path entry before it finds
+        # any module there (without it, `import heapq` fails). Listing only: site-packages below it
+        # shows names, and none of its files can be opened.
+        rules += [(os.path.dirname(os.__file__), 8)]  # READ_DIR
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
