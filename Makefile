@@ -19,7 +19,7 @@ sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox im
 	bash .ci/docker-setup.sh
 
 swe-build:  ## rebuild the shipped SWE-v0 set from pinned real projects (rlgym_envs/swe/data; ~30-60 min on 2 cores)
-	$(PY) -m rlgym_envs.swe.factory build --per-project 19 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
+	$(PY) -m rlgym_envs.swe.factory build --projects boltons,cachetools,parse,semver,toolz --per-project 19,boltons=26,toolz=30 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
 
 swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check
 	python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2
