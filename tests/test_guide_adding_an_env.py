@@ -11,7 +11,7 @@ GUIDE = ROOT / "docs" / "adding_an_env.md"
 
 
 def test_guide_env_and_its_test_pass(tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    blocks = re.findall(r"```python[^\n]*\n(.*?)```", GUIDE.read_text(), re.DOTALL)
     env_code, test_code = blocks
     (tmp_path / "anagram.py").write_text(env_code)
     (tmp_path / "test_anagram.py").write_text(test_code)
