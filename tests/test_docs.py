@@ -74,6 +74,7 @@ def test_the_docs_have_runnable_blocks():
 @pytest.mark.parametrize(("doc", "code", "output"), CASES)
 def test_doc_block(doc, code, output, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # a doc's file= modules import as the reader's would
     _files(doc, tmp_path)
     if code.startswith("rlgym ") or ("\n" not in code and not code.startswith(("import", "from"))):
         _run_command(code, capsys)
