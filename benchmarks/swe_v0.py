@@ -90,6 +90,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", default="docker", choices=["local", "docker"])
     parser.add_argument("--per-project", type=int, default=None, help="only the first N instances of each project")
+    parser.add_argument("--repos", default=None, help="only these projects (comma-separated)")
     parser.add_argument("--out", default=str(RESULTS / "swe_v0"))
     args = parser.parse_args()
     env = rlgym_llm.make("rlgym/SWE-v0", backend=args.backend, max_turns=4, dense_signals=False)
@@ -97,7 +98,8 @@ def main() -> int:
     by_project: dict[str, list[str]] = {}
     for inst in instances:
         by_project.setdefault(inst.repo, []).append(inst.id)
-    chosen = [i for ids in by_project.values() for i in ids[: args.per_project]]
+    wanted = set(args.repos.split(",")) if args.repos else set(by_project)
+    chosen = [i for repo, ids in by_project.items() if repo in wanted for i in ids[: args.per_project]]
     rows = []
     start = time.monotonic()
     try:
@@ -112,7 +114,8 @@ def main() -> int:
         env.close()
     summary: dict[str, Any] = {
         "command": f"python benchmarks/swe_v0.py --backend {args.backend}"
-        + (f" --per-project {args.per_project}" if args.per_project else ""),
+        + (f" --per-project {args.per_project}" if args.per_project else "")
+        + (f" --repos {args.repos}" if args.repos else ""),
         "backend": args.backend,
         "instances": len(chosen),
         "wall_s": round(time.monotonic() - start, 1),

@@ -5,6 +5,14 @@ from pathlib import Path
 
 import pytest
 
+try:  # property tests check properties, not speed: no per-example deadline on a shared, loaded machine
+    from hypothesis import settings
+
+    settings.register_profile("rlgym", deadline=None)
+    settings.load_profile("rlgym")
+except ImportError:  # the dev extra is not installed
+    pass
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir():

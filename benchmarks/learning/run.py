@@ -10,11 +10,14 @@ overrides, as a subprocess. Results are read back from each run's `metrics.jsonl
 `summary.json`. An env's methods share one budget (steps, tasks per step, group size, SFT warm-up,
 learning rate); only `credit=` and `seed=` differ between the runs of an env.
 
-Statistics (`rlgym_llm.eval.metrics`): at each point of the curve, the score matrix is (seeds x
-steps in the window), where a cell is the training success of one step of one seed (the share of
-its G x tasks episodes that succeeded); IQM with a 95 % stratified-bootstrap CI over that matrix.
-"Beats GRPO" needs the 95 % bootstrap CI of IQM(method) - IQM(GRPO) over the last half of the
-steps to lie above 0.
+Statistics (`rlgym_llm.eval.paired_seed_comparison`): the seed is the unit. Each run is summarised by
+one number per metric (training success over the last half of the steps, the area under the training
+curve, held-out success after RL, the area under the held-out curve); a method is compared with GRPO
+by the paired difference over seeds (same seed = same warm-up and task stream), with a 95 % bootstrap
+CI over seeds and the minimum detectable difference for that number of seeds. "Beats GRPO" needs
+the CI to lie above 0. A method provably identical to GRPO on an env (equal advantages in every
+group, or runs equal step for step) gets no verdict. learning.json stores every run's per-step
+numbers, so `report` regenerates the tables without the run folders.
 
 Outputs: benchmarks/results/learning/learning.{md,json,png}; run folders under runs/learning/.
 """
@@ -225,109 +228,178 @@ def _locked_run(spec: EnvSpec, method: str, seed: int) -> None:
 
 
 # --- report ---------------------------------------------------------------------------------------
+#
+# The seed is the unit: each run is summarised by one number per metric, and a method is compared with
+# GRPO by the paired difference over seeds (same seed = same warm-up and task stream), with a bootstrap
+# CI over seeds and the minimum detectable difference for that number of seeds
+# (`rlgym_llm.eval.paired_seed_comparison`). Steps of one run are never counted as independent samples.
+
+METRICS = {
+    "train_end": "training success, last half of the steps (mean per run)",
+    "train_auc": "area under the training-success curve (mean over all steps per run)",
+    "heldout_end": "held-out success after RL",
+    "heldout_auc": "area under the held-out curve (trapezoid over its evaluations, per step)",
+}
 
 
-def _load(spec: EnvSpec, method: str) -> tuple[np.ndarray, list[dict], list[int]] | None:
-    """(seeds x steps) training success, the summaries, and the seeds of the finished runs."""
-    rows, summaries, seeds, extra = [], [], [], []
-    for seed in SEEDS:
-        path = run_dir(spec.name, method, seed)
-        if not is_complete(path, spec.steps):
-            continue
-        records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
-        rows.append([r["success"] for r in records[: spec.steps]])
-        extra.append(records[: spec.steps])
-        summary = json.loads((path / "summary.json").read_text())
-        summary["records"] = extra[-1]
-        summaries.append(summary)
-        seeds.append(seed)
-    return (np.array(rows), summaries, seeds) if rows else None
+def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
+    path = run_dir(spec.name, method, seed)
+    if not is_complete(path, spec.steps):
+        return None
+    records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()][: spec.steps]
+    summary = json.loads((path / "summary.json").read_text())
+    heldout = [[0, (summary["before"] or {}).get("success")]]
+    heldout += [[r["step"], r["eval_success"]] for r in records if r.get("eval_success") is not None]
+    after = (summary["after"] or {}).get("success")
+    if after is not None and heldout[-1][0] != spec.steps:
+        heldout.append([spec.steps, after])
+    return {
+        "seed": seed,
+        "success_per_step": [r["success"] for r in records],
+        "heldout": [p for p in heldout if p[1] is not None],
+        "grpo_equal_share": [r["grpo_equal_share"] for r in records] if "grpo_equal_share" in records[0] else None,
+        "updated": [not r["skipped_update"] for r in records],
+        "failed": sum(r["failed"] for r in records),
+        "trajectories": sum(r["trajectories"] for r in records),
+        "zero_variance_share": [r["zero_variance_share"] for r in records],
+        "wall_s": summary["total_wall_s"],
+    }
 
 
-def _heldout_curve(summaries: list[dict]) -> list[dict]:
-    points: dict[int, list[float]] = {0: [(s["before"] or {}).get("success", np.nan) for s in summaries]}
-    for s in summaries:
-        for r in s["records"]:
-            if r.get("eval_success") is not None:
-                points.setdefault(r["step"], []).append(r["eval_success"])
-    return (
-        [{"step": k, "mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(points.items())]
-        if len(points) > 1
-        else []
-    )
+def _stored_runs(stored: dict, env: str, method: str) -> list[dict]:
+    """The per-run results kept in the last learning.json (this file stores every run's numbers)."""
+    entry = (stored.get("envs", {}).get(env, {}).get("methods", {})).get(method)
+    if not entry:
+        return []
+    if "runs" in entry:
+        return entry["runs"]
+    # the first report stored each run's training-success curve only (held-out means over seeds)
+    return [
+        {"seed": s, "success_per_step": row, "heldout": [], "grpo_equal_share": None}
+        for s, row in zip(entry["seeds"], entry["success_per_step"])
+    ]
 
 
-def _diff_ci(a: np.ndarray, b: np.ndarray, reps: int = 2000) -> tuple[float, float, float]:
-    """IQM(a) - IQM(b) with a 95 % CI from independent stratified bootstraps of the two matrices."""
-    from rlgym_llm.eval.metrics import iqm, stratified_bootstrap
+def _summaries(run: dict) -> dict[str, float | None]:
+    x = np.asarray(run["success_per_step"], dtype=np.float64)
+    held = np.asarray(run.get("heldout") or [], dtype=np.float64).reshape(-1, 2)
+    auc = float(np.trapezoid(held[:, 1], held[:, 0]) / (held[-1, 0] - held[0, 0])) if len(held) > 1 else None
+    return {
+        "train_end": float(x[len(x) // 2 :].mean()),
+        "train_auc": float(x.mean()),
+        "heldout_end": float(held[-1, 1]) if len(held) else None,
+        "heldout_auc": auc,
+    }
 
-    ra = stratified_bootstrap(a, iqm, reps=reps, seed=1)
-    rb = stratified_bootstrap(b, iqm, reps=reps, seed=2)
-    low, high = np.percentile(ra - rb, [2.5, 97.5])
-    return float(iqm(a) - iqm(b)), float(low), float(high)
+
+def identical_to_grpo(runs: list[dict], grpo: list[dict]) -> str | None:
+    """Why a method is provably GRPO on this env, or None.
+
+    Proof, where the runs logged it: the method's advantages equalled GRPO's in every group of every
+    step (`grpo_equal_share` 1.0 throughout). For runs that predate that metric: every seed's run equals
+    GRPO's step for step (same seed, same warm-up: a deterministic run diverges at its first different
+    advantage).
+    """
+    logged = [r["grpo_equal_share"] for r in runs if r.get("grpo_equal_share") is not None]
+    if logged and len(logged) == len(runs):
+        if all(share == 1.0 for shares in logged for share in shares):
+            return "its advantages equalled GRPO's in every group of every step of every run"
+        return None
+    by_seed = {r["seed"]: r for r in grpo}
+    if (
+        runs
+        and all(r["seed"] in by_seed for r in runs)
+        and all(
+            r["success_per_step"] == by_seed[r["seed"]]["success_per_step"]
+            and (r.get("heldout") or []) == (by_seed[r["seed"]].get("heldout") or [])
+            for r in runs
+        )
+    ):
+        return f"every run equals GRPO's step for step ({len(runs)} seeds: same training success at every step)"
+    return None
 
 
-def report(envs: list[str], window: int = 2) -> dict:
-    from rlgym_llm.eval.metrics import interval_estimate, iqm, mean
+def report(envs: list[str]) -> dict:
+    from rlgym_llm.eval.metrics import paired_seed_comparison, seed_mean_interval
 
-    out: dict = {"seeds": list(SEEDS), "window": window, "envs": {}}
+    stored = json.loads((RESULTS / "learning.json").read_text()) if (RESULTS / "learning.json").exists() else {}
+    out: dict = {"seeds": list(SEEDS), "statistics": "seed-level", "envs": {}}
     for name in envs:
         spec = ENVS[name]
+        old_env = stored.get("envs", {}).get(name, {})
         env_out: dict = {"budget": spec.budget(), "sft": spec.sft, "overrides": spec.env, "paper": spec.paper}
-        env_out["methods"] = {}
+        env_out["sft_summary"] = old_env.get("sft_summary")
         sft_file = sft_dir(name) / "sft_summary.json"
-        env_out["sft_summary"] = json.loads(sft_file.read_text()) if sft_file.exists() else None
-        data = {m: _load(spec, m) for m in spec.methods}
-        for method, loaded in data.items():
-            if loaded is None:
+        if sft_file.exists():
+            env_out["sft_summary"] = json.loads(sft_file.read_text())
+        runs: dict[str, list[dict]] = {}
+        for method in spec.methods:
+            disk = [r for seed in SEEDS if (r := _run_from_disk(spec, method, seed)) is not None]
+            runs[method] = disk or _stored_runs(stored, name, method)
+        env_out["methods"] = {}
+        for method, mine in runs.items():
+            if not mine:
                 continue
-            x, summaries, seeds = loaded
-            curve = []
-            for start in range(0, spec.steps, window):
-                block = x[:, start : start + window]
-                iv = interval_estimate(block, iqm, seed=0)
-                curve.append({"step": start + block.shape[1], **iv.to_dict()})
-            last = x[:, spec.steps // 2 :]
-            before = np.array([[(s["before"] or {}).get("success", np.nan)] for s in summaries])
-            after = np.array([[(s["after"] or {}).get("success", np.nan)] for s in summaries])
-            entry = {
-                "seeds": seeds,
-                "success_per_step": x.tolist(),
-                "curve_iqm": curve,
-                "last_half_iqm": interval_estimate(last, iqm, seed=0).to_dict(),
-                "first_step_mean": float(x[:, 0].mean()),
-                "heldout_before_mean": interval_estimate(before, mean, seed=0).to_dict(),
-                "heldout_after_mean": interval_estimate(after, mean, seed=0).to_dict(),
-                # mean held-out success over seeds at each periodic evaluation (eval_every > 0)
-                "heldout_curve": _heldout_curve(summaries),
-                "wall_s_mean": float(np.mean([s["total_wall_s"] for s in summaries])),
-                # why a comparison can be degenerate: no update (all groups tie) or failed episodes
-                "updated_steps_share": float(
-                    np.mean([not r["skipped_update"] for s in summaries for r in s["records"]])
-                ),
-                "failed_episode_share": float(
-                    np.sum([r["failed"] for s in summaries for r in s["records"]])
-                    / max(np.sum([r["trajectories"] for s in summaries for r in s["records"]]), 1)
-                ),
-                "zero_variance_share": float(
-                    np.mean([r["zero_variance_share"] for s in summaries for r in s["records"]])
-                ),
+            old = old_env.get("methods", {}).get(method, {})
+            per_seed = {k: [_summaries(r)[k] for r in mine] for k in METRICS}
+            entry: dict = {
+                "seeds": [r["seed"] for r in mine],
+                "runs": mine,
+                "per_seed": per_seed,
+                "means": {
+                    k: seed_mean_interval(v).to_dict() for k, v in per_seed.items() if all(x is not None for x in v)
+                },
+                # diagnostics: recomputed from run folders, else kept from the stored report
+                "updated_steps_share": _share(mine, "updated", old.get("updated_steps_share")),
+                "failed_episode_share": _failed(mine, old.get("failed_episode_share")),
+                "zero_variance_share": _share(mine, "zero_variance_share", old.get("zero_variance_share")),
+                "heldout_curve": _heldout_curve(mine) or old.get("heldout_curve", []),
             }
-            if method != "grpo" and data.get("grpo") is not None:
-                grpo_x = data["grpo"][0]  # type: ignore[index]
-                # last half: where the runs end up; all steps: how fast they get there (area under the curve)
-                for key, mine, theirs in (
-                    ("vs_grpo_last_half", last, grpo_x[:, spec.steps // 2 :]),
-                    ("vs_grpo_all_steps", x, grpo_x),
-                ):
-                    d, low, high = _diff_ci(mine, theirs)
-                    verdict = (
-                        "beats GRPO" if low > 0 else "worse than GRPO" if high < 0 else "no significant difference"
-                    )
-                    entry[key] = {"diff": d, "low": low, "high": high, "verdict": verdict}
+            if method != "grpo" and runs.get("grpo"):
+                entry["identical_to_grpo"] = identical_to_grpo(mine, runs["grpo"])
+                theirs = {r["seed"]: _summaries(r) for r in runs["grpo"]}
+                common = [i for i, r in enumerate(mine) if r["seed"] in theirs]
+                entry["vs_grpo"] = {}
+                for key in METRICS:
+                    a = [per_seed[key][i] for i in common]
+                    b = [theirs[mine[i]["seed"]][key] for i in common]
+                    if common and all(v is not None for v in a + b):
+                        c = paired_seed_comparison(a, b)
+                        entry["vs_grpo"][key] = {**c.to_dict(), "verdict": c.verdict(method, "GRPO")}
             env_out["methods"][method] = entry
         out["envs"][name] = env_out
     return out
+
+
+def _share(runs: list[dict], key: str, fallback: float | None) -> float | None:
+    values = [float(v) for r in runs if r.get(key) is not None for v in r[key]]
+    return float(np.mean(values)) if values else fallback
+
+
+def _failed(runs: list[dict], fallback: float | None) -> float | None:
+    if not all("failed" in r for r in runs):
+        return fallback
+    return float(sum(r["failed"] for r in runs) / max(sum(r["trajectories"] for r in runs), 1))
+
+
+def _heldout_curve(runs: list[dict]) -> list[dict]:
+    points: dict[int, list[float]] = {}
+    for r in runs:
+        for step, success in r.get("heldout") or []:
+            points.setdefault(int(step), []).append(success)
+    if len(points) < 2:
+        return []
+    return [{"step": k, "mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(points.items())]
+
+
+def _ci(d: dict) -> str:
+    return f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+def _vs(c: dict | None) -> str:
+    if not c:
+        return "-"
+    return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] (t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]), MDD {c['mdd']:.3f}"
 
 
 def write(results: dict, command: str) -> None:
@@ -335,20 +407,25 @@ def write(results: dict, command: str) -> None:
     results["command"] = command
     results["generated"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     (RESULTS / "learning.json").write_text(json.dumps(results, indent=1))
-    f = lambda d: f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"  # noqa: E731
     lines = [
         "# Learning benchmark: turn-level credit methods vs GRPO",
         "",
         "Regenerate: `python benchmarks/learning/run.py` (= `make bench-learning`: warm-ups, runs, report;"
-        " resumable), or the tables alone from the runs on disk: `python benchmarks/learning/run.py report`.",
+        " resumable), or the tables alone: `python benchmarks/learning/run.py report` (from the run folders,"
+        " else from the per-run results stored in learning.json).",
         f"This file: `{command}`, {results['generated']}; tiny model, 2 CPU cores shared with other jobs.",
         "",
         "Each method starts from the same per-env SFT warm-up checkpoint and gets the same budget as GRPO on",
         "that env; only `credit=` and `seed=` differ. Success = share of episodes with reward > 0.",
-        "IQM over the (seeds x steps) matrix of per-step training success, 95 % stratified-bootstrap CIs",
-        "(`rlgym_llm.eval.metrics`). Held-out: one episode per held-out task (the env config's eval temperature),",
-        "before and after RL (mean over seeds). Verdict: the 95 % CI of IQM(method) - IQM(GRPO) over the last half of the steps (where runs end up)",
-        "and over all steps (how fast they get there).",
+        "Statistics (`rlgym_llm.eval.paired_seed_comparison`): the seed is the unit. Each run is summarised by",
+        "one number per metric (training success over the last half of the steps; the area under its",
+        "training-success curve; held-out success after RL and the area under the held-out curve where the",
+        "runs stored them per seed). Means carry a 95 % bootstrap CI over seeds. A method is compared with",
+        "GRPO by the paired difference over seeds (same seed = same warm-up and task stream): mean, 95 %",
+        "bootstrap CI resampling seeds, and the minimum detectable difference (MDD) for that number of seeds",
+        "(paired t, alpha 0.05, power 0.8). With 3 seeds a percentile bootstrap has 10 distinct resamples and",
+        "undercovers, so a verdict also needs the paired t interval to exclude 0. A method whose runs are",
+        "provably GRPO's on an env gets no verdict.",
         "",
     ]
     lines += ["## Verdicts", ""] + [f"- {v}" for v in verdicts(results)] + [""]
@@ -359,19 +436,31 @@ def write(results: dict, command: str) -> None:
         loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
         lines += [
-            "| method | seeds | success step 1 | IQM success, last half | vs GRPO (diff, 95% CI) | held-out before |"
-            " held-out after | steps with an update | failed episodes | tied groups |",
+            "| method | seeds | training success, last half | training AUC | held-out after | vs GRPO, last half"
+            " (diff [bootstrap 95% CI] (paired t 95%), MDD) | vs GRPO, AUC | steps with an update | failed episodes"
+            " | tied groups |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, e in env["methods"].items():
-            vs = e.get("vs_grpo_last_half")
-            vs_s = (
-                f"{vs['diff']:+.3f} [{vs['low']:+.3f}, {vs['high']:+.3f}]: **{vs['verdict']}**" if vs else "(baseline)"
+            m = e["means"]
+            vs = e.get("vs_grpo", {})
+            same = e.get("identical_to_grpo")
+            last = "(baseline)" if method == "grpo" else "identical to GRPO" if same else _vs(vs.get("train_end"))
+            auc = "" if method == "grpo" or same else _vs(vs.get("train_auc"))
+            held = (
+                _ci(m["heldout_end"])
+                if "heldout_end" in m
+                else (
+                    f"{e['heldout_curve'][-1]['mean']:.3f} (mean; per-seed values not stored)"
+                    if e["heldout_curve"]
+                    else "-"
+                )
             )
+            fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
             lines.append(
-                f"| {method} | {len(e['seeds'])} | {e['first_step_mean']:.3f} | {f(e['last_half_iqm'])} | {vs_s} | "
-                f"{f(e['heldout_before_mean'])} | {f(e['heldout_after_mean'])} | {e['updated_steps_share']:.2f} | "
-                f"{e['failed_episode_share']:.2f} | {e['zero_variance_share']:.2f} |"
+                f"| {method} | {len(e['seeds'])} | {_ci(m['train_end'])} | {_ci(m['train_auc'])} | {held} | {last} |"
+                f" {auc} | {fmt(e['updated_steps_share'])} | {fmt(e['failed_episode_share'])} |"
+                f" {fmt(e['zero_variance_share'])} |"
             )
         lines.append("")
         curves = {m: e["heldout_curve"] for m, e in env["methods"].items() if e.get("heldout_curve")}
@@ -387,13 +476,14 @@ def write(results: dict, command: str) -> None:
                 at = {p["step"]: p["mean"] for p in c}
                 lines.append(f"| {m} | " + " | ".join(f"{at[k]:.3f}" if k in at else "" for k in steps) + " |")
             lines.append("")
-    lines += ["![IQM success vs training steps](learning.png)", ""]
+    lines += ["![training success vs steps, mean over seeds with a 95% bootstrap CI over seeds](learning.png)", ""]
     (RESULTS / "learning.md").write_text("\n".join(lines))
     plot(results)
 
 
 def verdicts(results: dict) -> list[str]:
-    """One plain sentence per env and method: beats GRPO, or not, and why the comparison may be empty."""
+    """One plain sentence per env and method: beats GRPO, or not (with what the seeds could detect), or
+    no verdict because the method is provably GRPO there, or because nothing ever succeeded."""
     out = []
     for name, env in results["envs"].items():
         methods = env["methods"]
@@ -403,28 +493,36 @@ def verdicts(results: dict) -> list[str]:
         short = [f"{m} {len(methods[m]['seeds']) if m in methods else 0}" for m in ENVS[name].methods]
         if any(m not in methods or len(methods[m]["seeds"]) < len(SEEDS) for m in ENVS[name].methods):
             out.append(f"{name}: grid not finished, seeds done per method: {', '.join(short)} (of {len(SEEDS)}).")
-        best = max(max(max(row) for row in e["success_per_step"]) for e in methods.values())
-        held = max(e["heldout_after_mean"]["point"] for e in methods.values())
-        if best == 0 and held == 0:
+        best = max(max(max(r["success_per_step"]) for r in e["runs"]) for e in methods.values())
+        if best == 0 and all(
+            not e["heldout_curve"] or max(p["mean"] for p in e["heldout_curve"]) == 0 for e in methods.values()
+        ):
             n = sum(len(e["seeds"]) for e in methods.values())
-            failed = max(e["failed_episode_share"] for e in methods.values())
             out.append(
                 f"{name}: the tiny model never succeeded after the warm-up ({n} finished runs, every training step and "
-                f"held-out episode at 0 success"
-                + (f"; up to {failed:.0%} of a method's episodes failed on engine timeouts" if failed else "")
-                + "). GRPO's "
-                "groups all tie, so it never updates; no method can beat it here: no significant difference, by "
-                "construction."
+                "held-out episode at 0 success). GRPO's groups all tie, so it never updates; no method can beat it "
+                "here: no verdict."
             )
             continue
         for method, e in methods.items():
-            if "vs_grpo_last_half" in e:
-                v, a = e["vs_grpo_last_half"], e["vs_grpo_all_steps"]
-                out.append(
-                    f"{name}: {method} vs GRPO: {v['verdict']} over the last half (IQM diff {v['diff']:+.3f}, 95% CI "
-                    f"[{v['low']:+.3f}, {v['high']:+.3f}]); {a['verdict']} over all steps ({a['diff']:+.3f} "
-                    f"[{a['low']:+.3f}, {a['high']:+.3f}]); {len(e['seeds'])} vs {len(methods['grpo']['seeds'])} seeds."
-                )
+            if method == "grpo" or "vs_grpo" not in e:
+                continue
+            if e.get("identical_to_grpo"):
+                out.append(f"{name}: {method} is identical to GRPO here ({e['identical_to_grpo']}): no verdict.")
+                continue
+            parts = []
+            for key, label in (("train_end", "last half"), ("train_auc", "AUC"), ("heldout_end", "held-out after")):
+                c = e["vs_grpo"].get(key)
+                if c:
+                    parts.append(
+                        f"{label} {c['diff']:+.3f}, bootstrap [{c['low']:+.3f}, {c['high']:+.3f}], "
+                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]: {c['verdict']}"
+                    )
+            out.append(
+                f"{name}: {method} vs GRPO over {e['vs_grpo']['train_end']['n']} paired seeds: "
+                + "; ".join(parts)
+                + "."
+            )
     return out
 
 
@@ -434,17 +532,20 @@ def plot(results: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from rlgym_llm.eval.metrics import seed_mean_interval
+
     envs = results["envs"]
     fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.8), squeeze=False)
     for ax, (name, env) in zip(axes[0], envs.items()):
         for method, e in env["methods"].items():
-            steps = [c["step"] for c in e["curve_iqm"]]
-            pts = [c["point"] for c in e["curve_iqm"]]
-            ax.plot(steps, pts, marker="o", label=f"{method} ({len(e['seeds'])} seeds)")
-            ax.fill_between(steps, [c["low"] for c in e["curve_iqm"]], [c["high"] for c in e["curve_iqm"]], alpha=0.15)
+            x = np.array([r["success_per_step"] for r in e["runs"]], dtype=np.float64)
+            ivs = [seed_mean_interval(x[:, k]) for k in range(x.shape[1])]
+            steps = np.arange(1, x.shape[1] + 1)
+            ax.plot(steps, [iv.point for iv in ivs], marker="o", markersize=3, label=f"{method} ({len(x)} seeds)")
+            ax.fill_between(steps, [iv.low for iv in ivs], [iv.high for iv in ivs], alpha=0.12)
         ax.set_title(name)
-        ax.set_xlabel(f"RL step (window of {results['window']})")
-        ax.set_ylabel("IQM training success (95% CI)")
+        ax.set_xlabel("RL step")
+        ax.set_ylabel("training success (mean over seeds, 95% CI)")
         ax.set_ylim(-0.02, 1.02)
         if env["methods"]:
             ax.legend(fontsize=8)

@@ -21,7 +21,8 @@ from rlgym_llm.core.errors import ConfigError, RlgymError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=gui policy.model=smollm2 samples=4")
-    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/)")
+    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/, or the wheel's copy)")
+    p.add_argument("--config-path", action="append", metavar="DIR", help="a folder of your own configs (repeatable)")
     p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 

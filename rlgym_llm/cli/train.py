@@ -20,7 +20,13 @@ from rlgym_llm.core.errors import ConfigError, RlgymError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. credit=gated env=math trainer.steps=10")
-    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/)")
+    p.add_argument("--config-dir", help="the config tree (default: the repository's configs/, or the wheel's copy)")
+    p.add_argument(
+        "--config-path",
+        action="append",
+        metavar="DIR",
+        help="a folder of your own configs (repeatable; also $RLGYM_CONFIG_PATH): DIR/env/mine.yaml is env=mine",
+    )
     p.add_argument("--print-config", action="store_true", help="print the composed config and exit")
 
 
@@ -30,7 +36,9 @@ def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
     from rlgym_llm.recipes import parts
 
     try:
-        cfg = parts.load(name, args.overrides, getattr(args, "config_dir", None))
+        cfg = parts.load(
+            name, args.overrides, getattr(args, "config_dir", None), getattr(args, "config_path", None) or ()
+        )
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return None, 2

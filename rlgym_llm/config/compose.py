@@ -32,9 +32,22 @@ ROOTS: dict[str, tuple[type, Callable[[Any], list[str]]]] = {
 
 
 def default_config_dir() -> Path:
-    """`$RLGYM_CONFIG_DIR`, else the repository's `configs/` folder."""
+    """`$RLGYM_CONFIG_DIR`; else the repository's `configs/` (a checkout or an editable install);
+    else the copy of that tree the wheel ships as `rlgym_llm/_configs`."""
     env = os.environ.get("RLGYM_CONFIG_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "configs"
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2] / "configs"
+    return checkout if (checkout / "train.yaml").exists() else Path(__file__).resolve().parents[1] / "_configs"
+
+
+def search_path(extra: Sequence[str | os.PathLike] = ()) -> list[Path]:
+    """Config folders searched besides the main tree: `extra` (`--config-path`), then each folder of
+    `$RLGYM_CONFIG_PATH` (separated by `os.pathsep`). A file there adds an option to a group
+    (`my_configs/env/mine.yaml` is `env=mine`); Hydra looks in the main tree first, so a shipped
+    option keeps its file (give yours another name)."""
+    env = [p for p in os.environ.get("RLGYM_CONFIG_PATH", "").split(os.pathsep) if p]
+    return [Path(p).expanduser().resolve() for p in (*extra, *env)]
 
 
 def _plain(x: Any) -> Any:
@@ -71,18 +84,25 @@ def register_configs() -> None:
         cs.store(group="schema", name=root, node=_plain(dataclasses.asdict(cls())))
 
 
-def group_options(group: str, config_dir: str | os.PathLike | None = None) -> list[str]:
-    """The options of a config group: its yaml files and the entries of Hydra's store."""
+def group_options(
+    group: str, config_dir: str | os.PathLike | None = None, extra: Sequence[str | os.PathLike] = ()
+) -> list[str]:
+    """The options of a config group: its yaml files (in the search path too) and the entries of Hydra's store."""
     from hydra.core.config_store import ConfigStore
 
     root = Path(config_dir) if config_dir is not None else default_config_dir()
-    files = {p.stem for p in (root / group).glob("*.yaml")}
+    files = {p.stem for d in (*search_path(extra), root) for p in (d / group).glob("*.yaml")}
     register_configs()
     stored = ConfigStore.instance().repo.get(group, {})
     return sorted(files | {name.removesuffix(".yaml") for name in stored})
 
 
-def compose(config_name: str, overrides: Sequence[str] = (), config_dir: str | os.PathLike | None = None) -> dict:
+def compose(
+    config_name: str,
+    overrides: Sequence[str] = (),
+    config_dir: str | os.PathLike | None = None,
+    extra: Sequence[str | os.PathLike] = (),
+) -> dict:
     """Compose `configs/<config_name>.yaml` with Hydra overrides into a plain dict (interpolations resolved).
 
     Raises:
@@ -99,8 +119,10 @@ def compose(config_name: str, overrides: Sequence[str] = (), config_dir: str | o
         raise ConfigError([f"no config {config_name!r} in {root}; set RLGYM_CONFIG_DIR to the repository's configs/"])
     register_configs()
     try:
+        dirs = search_path(extra)
+        searched = [f"hydra.searchpath=[{','.join(d.as_uri() for d in dirs)}]"] if dirs else []
         with initialize_config_dir(version_base=None, config_dir=str(root.resolve())):
-            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+            cfg = hydra_compose(config_name=config_name, overrides=[*searched, *overrides])
         out = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError([f"{type(e).__name__}: {e}"]) from e
@@ -108,7 +130,9 @@ def compose(config_name: str, overrides: Sequence[str] = (), config_dir: str | o
     return out
 
 
-def _check_override(override: str, schema: type, config_dir: str | os.PathLike | None) -> tuple[str | None, str]:
+def _check_override(
+    override: str, schema: type, config_dir: str | os.PathLike | None, extra: Sequence[str | os.PathLike] = ()
+) -> tuple[str | None, str]:
     """(the problem of one override, or None; the override to pass to Hydra).
 
     Hydra stops at the first unknown key, so every override is checked against the schema first.
@@ -121,7 +145,7 @@ def _check_override(override: str, schema: type, config_dir: str | os.PathLike |
     parts = key.split(".")
     fields = {f.name for f in dataclasses.fields(schema)}
     if len(parts) == 1 and key in GROUPS and key in fields:  # a group option: `credit=gated`
-        options = group_options(key, config_dir)
+        options = group_options(key, config_dir, extra)
         if value not in options:
             hint = validation.did_you_mean(value, options, quote="`")
             hint = hint.replace("`", f"`{key}=", 1) if hint else ""
@@ -153,6 +177,7 @@ def load_config(
     config_name: str = "train",
     overrides: Sequence[str] = (),
     config_dir: str | os.PathLike | None = None,
+    extra: Sequence[str | os.PathLike] = (),
 ) -> Any:
     """Compose, validate and build the root config of a command.
 
@@ -160,15 +185,16 @@ def load_config(
         config_name: a key of `ROOTS`: `train` (a `TrainConfig`) or `eval` (an `EvalConfig`).
         overrides: Hydra overrides, e.g. `["credit=gated", "trainer.steps=5"]`.
         config_dir: the config tree (default `default_config_dir()`).
+        extra: more config folders (`search_path`).
 
     Raises:
         ConfigError: every problem found, each with its fix.
     """
     schema, rules = ROOTS[config_name]
     overrides = _own_env(list(overrides))
-    checked = [_check_override(o, schema, config_dir) for o in overrides]
+    checked = [_check_override(o, schema, config_dir, extra) for o in overrides]
     early = [problem for problem, _ in checked if problem]
-    data = compose(config_name, [o for problem, o in checked if not problem], config_dir)
+    data = compose(config_name, [o for problem, o in checked if not problem], config_dir, extra)
     cfg, problems = validation.validate(data, schema)
     if cfg is not None:
         problems += rules(cfg)

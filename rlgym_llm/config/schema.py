@@ -50,6 +50,12 @@ class EnvConfig:
         test_seed_start: held-out tasks for the before/after success measure start here.
         sandbox_kwarg: the constructor keyword that takes the sandbox backend name (code/swe envs);
             null for envs that run no code.
+        dataset: the env's tasks from a data set: a JSONL or Parquet file, or a Hugging Face
+            `datasets` folder (`save_to_disk`); passed as the env's `dataset_kwarg` (Math: `dataset`,
+            Code: `tasks`, Search: `qa_path`, with its corpus in `env.kwargs.corpus_path`).
+        fields: the data set's column for each field the env reads, e.g. `{question: problem}`;
+            passed as the env's `fields`.
+        dataset_kwarg: the constructor keyword that takes `dataset`; null for envs without data sets.
     """
 
     id: str | None = "rlgym/Math-v0"
@@ -61,6 +67,9 @@ class EnvConfig:
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
     sandbox_kwarg: str | None = None
+    dataset: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    dataset_kwarg: str | None = None
 
     def __post_init__(self) -> None:
         _at_least_one(self, "max_turns")
@@ -68,6 +77,21 @@ class EnvConfig:
             if not self.entry_point:
                 raise ConfigError(["id: name your env: env.id=<registered id> or env.entry_point=module:Class"])
             self.id = f"custom/{self.entry_point.rpartition(':')[2].rpartition('.')[2]}-v0"
+        if (self.dataset or self.fields) and not self.dataset_kwarg:
+            raise ConfigError(
+                [f"`env.dataset`/`env.fields`: {self.id} takes no data set (no env.dataset_kwarg); use env.kwargs"]
+            )
+
+    def call_kwargs(self, sandbox_backend: str | None = None) -> dict[str, Any]:
+        """The env's constructor keywords: `kwargs`, the sandbox backend and the data set."""
+        kwargs = dict(self.kwargs)
+        if self.sandbox_kwarg and sandbox_backend is not None:
+            kwargs.setdefault(self.sandbox_kwarg, sandbox_backend)
+        if self.dataset and self.dataset_kwarg:
+            kwargs[self.dataset_kwarg] = self.dataset
+        if self.fields:
+            kwargs["fields"] = dict(self.fields)
+        return kwargs
 
 
 @dataclass
@@ -268,9 +292,7 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
             target = getattr(sys.modules[module], name)
         except (ImportError, AttributeError) as e:
             return [f"the entry point {module}:{name} of {env.id} cannot be imported: {type(e).__name__}: {e}"]
-    kwargs = dict(env.kwargs)
-    if env.sandbox_kwarg and sandbox is not None:
-        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
+    kwargs = env.call_kwargs(sandbox.backend if sandbox is not None else None)
     return validation.check_call(target, kwargs, "env.kwargs.", given=defaults)
 
 

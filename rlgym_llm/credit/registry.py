@@ -15,18 +15,22 @@ import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from rlgym_llm.credit.method import CreditMethod
 
+# Modules that read the registry rather than add to it: importing them from here would be an import cycle.
+_READERS = frozenset({"api", "registry"})
+
 
 def _discover() -> dict[str, CreditMethod]:
-    import rlgym_llm.credit as package
-
     found: dict[str, CreditMethod] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if info.name in _READERS:
+            continue
+        module = importlib.import_module(f"{__package__}.{info.name}")
         records = vars(module).get("METHODS")
         if not isinstance(records, tuple):  # modules that re-export the registry hold a mapping
             continue

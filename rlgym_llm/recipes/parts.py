@@ -28,13 +28,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def load(config_name: str, overrides: Sequence[str] = (), config_dir: str | os.PathLike | None = None) -> Any:
-    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides.
+def load(
+    config_name: str,
+    overrides: Sequence[str] = (),
+    config_dir: str | os.PathLike | None = None,
+    extra: Sequence[str | os.PathLike] = (),
+) -> Any:
+    """The validated root config of a recipe (`train` or `eval`) from Hydra overrides; `extra`
+    config folders add options to the main tree (`rlgym_llm.config.compose.search_path`).
 
     Raises:
         ConfigError: every problem of the config, each with its fix.
     """
-    return load_config(config_name, overrides, config_dir)
+    return load_config(config_name, overrides, config_dir, extra)
 
 
 def config_yaml(cfg: Any) -> str:
@@ -145,11 +151,8 @@ def register_env(env: EnvConfig) -> None:
 
 
 def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str, Any]:
-    """Constructor kwargs of the env (the sandbox backend included for envs that run code)."""
-    kwargs = dict(env.kwargs)
-    if env.sandbox_kwarg and sandbox is not None:
-        kwargs.setdefault(env.sandbox_kwarg, sandbox.backend)
-    return kwargs
+    """Constructor kwargs of the env (the sandbox backend and the data set included)."""
+    return env.call_kwargs(sandbox.backend if sandbox is not None else None)
 
 
 def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callable[[], Any]:

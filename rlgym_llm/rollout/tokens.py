@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rlgym_llm.core.errors import RlgymError
 from rlgym_llm.core.types import Messages, Trajectory
 
 
-class TokenDriftError(ValueError):
+class TokenDriftError(RlgymError, ValueError):
     """The incremental context does not match a fresh rendering."""
 
     failure_kind = "policy"

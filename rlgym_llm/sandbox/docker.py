@@ -108,23 +108,28 @@ while True:
         signal.pause()
 """
 
-# Runs each command (as root; argv: cwd, CPU seconds, OOM counter file, then the command). The
+# Runs each command (as root; argv: cwd, CPU seconds, OOM counter file, the number of NAME=VALUE
+# pairs for the command's environment, the pairs, then the command). The
 # command runs as 65534 (setpriv): it cannot signal, trace or read this shell, whose environment
 # holds the per-exec nonce (its cmdline holds none). Exit status: the host reads it from Docker
 # (`exec inspect`), never from the output. The trailer line, written after every box process is dead,
 # only adds what Docker cannot say: cwd missing, program not found, and the cgroup's OOM-kill count.
-_WRAPPER = r"""n=$RLGYM_EXEC_NONCE; unset RLGYM_EXEC_NONCE; d=$1; t=$2; f=$3; shift 3
-drop='setpriv --reuid=65534 --regid=65534 --clear-groups --'
+_WRAPPER = r"""n=$RLGYM_EXEC_NONCE; unset RLGYM_EXEC_NONCE; d=$1; t=$2; f=$3; k=$4; shift 4
+up=$PATH; i=0
+for a in "$@"; do [ $i -ge "$k" ] && break; case $a in PATH=*) up=${a#PATH=};; esac; i=$((i + 1)); done
+eval "p=\${$((k + 1))}"
+drop='/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups --'
 if [ ! -d "$d" ]; then tag=cwd; rc=126
-elif ! command -v "$1" >/dev/null 2>&1; then tag=nf; rc=127
+elif ! PATH=$up command -v "$p" >/dev/null 2>&1; then tag=nf; rc=127
 else
     tag=x
-    (echo 1000 > /proc/self/oom_score_adj; exec $drop sh -c \
-        'ulimit -S -t "$1"; ulimit -H -t $(($1 + 1)); cd "$2" || exit 126; shift 2; exec "$@"' rlgym "$t" "$d" "$@")
+    (echo 1000 > /proc/self/oom_score_adj; exec $drop /bin/sh -c \
+        'ulimit -S -t "$1"; ulimit -H -t $(($1 + 1)); cd "$2" || exit 126; shift 2; exec /usr/bin/env "$@"' \
+        rlgym "$t" "$d" "$@")
     rc=$?
-    $drop sh -c 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); done'
+    $drop /bin/sh -c 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); done'
 fi
-o=0; if [ -r "$f" ]; then while read -r k v; do [ "$k" = oom_kill ] && o=$v; done < "$f"; fi
+o=0; if [ -r "$f" ]; then while read -r key v; do [ "$key" = oom_kill ] && o=$v; done < "$f"; fi
 printf 'RLGYM-%s-%s-%s\n' "$n" "$tag" "$o" >&2
 exit $rc
 """
@@ -523,8 +528,11 @@ class DockerSandbox(Sandbox):
         self._replace_if_unhealthy()
         nonce = secrets.token_hex(16)  # only in the root wrapper's environment: unreadable by box code
         cpu = max(1, math.ceil(self.limits.cpu_s))
-        cmd = ["sh", "-c", _WRAPPER, "rlgym-exec", workdir, str(cpu), self._oom_file, *argv]
-        raw = self._run(cmd, stdin, wall, self.limits.output_bytes, {**env, _NONCE_VAR: nonce}, user="0:0")
+        # The caller's env reaches the command only (through `env`, as 65534): never the root wrapper,
+        # whose programs are named by absolute path, so a PATH into the box's files runs nothing as root.
+        pairs = [f"{k}={v}" for k, v in env.items()]
+        cmd = ["/bin/sh", "-c", _WRAPPER, "rlgym-exec", workdir, str(cpu), self._oom_file, str(len(pairs))]
+        raw = self._run(cmd + pairs + argv, stdin, wall, self.limits.output_bytes, {_NONCE_VAR: nonce}, user="0:0")
         status = None if raw.killed else self._exit_code(raw.exec_id)  # from Docker, never from the output
         match = re.search(rb"RLGYM-" + nonce.encode() + rb"-(\w+)-(\d+)\n\Z", raw.stderr.tail)
         error, oom = None, False

@@ -74,6 +74,7 @@ def _under(root: str, path: str) -> bool:
 _WORKER = Path(__file__).with_name("_worker.py")
 _UID_BASE = 1_000_000  # far above distro ranges; uid = base + worker pid is unique among live boxes
 _WORKER_STATE = ("_proc", "_stderr_task", "_cgroup", "work_dir", "isolation")  # what `reset` swaps
+_WARNED: set[tuple[str, ...]] = set()  # isolation gaps already logged
 _CALL_GRACE_S = 15.0  # the worker enforces timeouts itself; this only catches a hung worker
 
 
@@ -194,8 +195,13 @@ class LocalSandbox(Sandbox):
                 f"local sandbox isolation incomplete (missing: {', '.join(missing)}); run as root, "
                 "or pass require_isolation=False to accept rlimits-only isolation"
             )
-        if missing:
-            logger.warning("local sandbox runs without %s (needs root); isolation: %s", missing, self.isolation)
+        if missing and tuple(missing) not in _WARNED:  # once per process: every reset starts a worker
+            _WARNED.add(tuple(missing))
+            logger.warning(
+                "local sandbox runs without %s (needs root; cgroup: a writable memory controller); isolation: %s",
+                missing,
+                self.isolation,
+            )
 
     def missing_isolation(self) -> list[str]:
         """Names of the isolation layers that are not in effect for this box."""

@@ -5,10 +5,12 @@ from typing import Annotated, Any, ClassVar
 import gymnasium
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import rlgym_llm
 from rlgym_llm import AssistantTurn, Env, Task, Tool, ToolCall, ToolResult, check_env, function_tool, register
-from rlgym_llm.core.dispatch import tool_from_function, tool_message
+from rlgym_llm.core.dispatch import clip_observation, tool_from_function, tool_message
 
 
 class Shout(Tool):
@@ -192,3 +194,32 @@ def test_the_demo_env_passes_check_env():
     finally:
         gymnasium.registry.pop("dispatch/Demo-v0", None)
         rlgym_llm.core.registry._max_turns.pop("dispatch/Demo-v0", None)
+
+
+@given(st.lists(st.integers(0, 20_000), min_size=1, max_size=40), st.integers(2000, 40_000))
+def test_clip_observation_bounds_the_total_and_keeps_short_messages(sizes, limit):
+    messages = [{"role": "tool", "content": "x" * n} for n in sizes]
+    clipped = clip_observation(messages, limit)
+    assert sum(len(m["content"]) for m in clipped) <= limit
+    if sum(sizes) <= limit:
+        assert clipped is messages
+    fair = limit // len(sizes) - 200  # a message shorter than an equal share minus the notice is never cut
+    for before, after in zip(messages, clipped, strict=True):
+        if len(before["content"]) <= fair:
+            assert after == before
+        elif after != before:  # cut: a prefix of the original, then the notice
+            kept, notice = after["content"].split("\n[... ", 1)
+            assert before["content"].startswith(kept)
+            assert notice.startswith(
+                f"{len(before['content']) - len(kept)} characters cut: an observation holds at most"
+            )
+
+
+def test_unparseable_calls_are_capped_too():
+    env = Demo()
+    env.reset(seed=0)
+    turn = AssistantTurn(content="", parse_errors=tuple(f"bad call {i}" for i in range(1000)))
+    messages, *_, info = env.step(turn)
+    assert len(messages) == 1 + 16 + 1  # the nudge, 16 errors, one line for the rest
+    assert messages[-1]["content"] == "Error: 984 more calls could not be read."
+    assert info["signals"]["tool_ok"] is False

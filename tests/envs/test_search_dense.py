@@ -14,7 +14,8 @@ import rlgym_llm
 from rlgym_envs.search import dense
 from rlgym_envs.search.corpus import Document
 from rlgym_envs.search.env import SearchEnv
-from rlgym_envs.search.index import BM25Index, get_retriever
+from rlgym_envs.search.index import BM25Index
+from rlgym_envs.search.retrieval import get_retriever
 from rlgym_envs.search.world import generate_world
 
 # --- default tier ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from rlgym_envs.swe.env import BUILT_SET
-from rlgym_envs.swe.factory import _failure_excerpts, build_project, licenses_text
+from rlgym_envs.swe.factory import _failure_excerpts, build_project, licenses_text, parse_per_project
 from rlgym_envs.swe.mutations import mutations
 from rlgym_envs.swe.patches import apply_patch, make_patch
 from rlgym_envs.swe.sources import PROJECTS
@@ -105,8 +105,9 @@ def test_the_shipped_set_has_100_instances_over_5_projects_in_swebench_layout():
     per_project = {}
     for row in rows:
         per_project[row["repo"]] = per_project.get(row["repo"], 0) + 1
-        for key in ("instance_id", "repo", "version", "problem_statement", "patch", "FAIL_TO_PASS", "PASS_TO_PASS"):
+        for key in ("instance_id", "repo", "version", "problem_statement", "patch", "FAIL_TO_PASS"):
             assert row[key], (row["instance_id"], key)
+        assert isinstance(row["PASS_TO_PASS"], list)  # may be empty: the failing tests were their file's only ones
         assert 1 <= len(row["FAIL_TO_PASS"]) <= 20 and row["license"]
         project = next(p for p in PROJECTS.values() if p.repo == row["repo"])
         assert row["source"]["sha256"] == project.sha256 and row["version"] == project.version
@@ -120,3 +121,10 @@ def test_the_shipped_set_has_100_instances_over_5_projects_in_swebench_layout():
     assert len(per_project) >= 5
     assert len({r["instance_id"] for r in rows}) == len(rows)
     assert (BUILT_SET.parent / "LICENSES.md").exists()
+
+
+def test_per_project_counts_parse():
+    assert parse_per_project("19") == (19, {})
+    assert parse_per_project("19,boltons=26,toolz=3") == (19, {"boltons": 26, "toolz": 3})
+    with pytest.raises(SystemExit, match="not N or project=N"):
+        parse_per_project("19,boltons=many")

@@ -111,7 +111,7 @@ def _check_instance(harness, inst):
     fixed, canary = _verdicts(
         harness, inst, {**inst.files, **inst.gold_files}, inst.test_files, {**inst.test_files, **canary_files}
     )
-    assert all(fixed.passed(t) for t in inst.tests)
+    assert all(fixed.passed(t) for t in inst.tests), (inst.id, [t for t in inst.tests if not fixed.passed(t)][:5])
     assert not any(canary.passed(t) for t in canary_ids), f"{inst.id}: a canary passes under the gold fix"
     assert all(canary.passed(t) for t in inst.pass_to_pass)  # only the canaries differ
 
@@ -274,3 +274,37 @@ def test_hiding_a_class_s_only_test_keeps_the_file_valid():
     compile(text, "test_m.py", "exec")
     assert "test_a" not in text and "class TestTwo(unittest.TestCase):\n    pass\n" in text
     assert discover_test_ids({"tests/test_m.py": text}) == ["tests/test_m.py::test_b"]
+
+
+# --- the built set (real projects), checked with real pytest ---------------------------------------
+
+
+def _built_instances():
+    from rlgym_envs.swe.env import BUILT_SET
+
+    return load_instances(BUILT_SET) if BUILT_SET.exists() else []
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {i.id: i for i in _built_instances()}
+
+
+def _first_per_project():
+    firsts = {}
+    for inst in _built_instances():
+        firsts.setdefault(inst.repo, inst.id)
+    return sorted(firsts.values())
+
+
+@pytest.mark.parametrize("instance_id", _first_per_project())
+def test_built_instance_fails_exactly_fail_to_pass_and_gold_fixes_it(harness, built, instance_id):
+    inst = built[instance_id]
+    assert inst.license and inst.python_path is not None and inst.gold_files
+    _check_instance(harness, inst)
+
+
+@pytest.mark.slow
+def test_every_built_instance_is_consistent(harness, built):
+    for inst in built.values():
+        _check_instance(harness, inst)

@@ -309,6 +309,24 @@ class TestHonestStatus:
         assert eval(procs.stdout) == [], procs.stdout  # the background sleep did not survive
 
 
+PLANT = "#!/bin/sh\necho planted-ran-as-$(id -u) >> /tmp/planted\nexit 0\n"
+
+
+@pytest.mark.docker
+class TestCallerEnv:
+    """The caller's env reaches the command only: a PATH into the box's files runs nothing as root."""
+
+    def test_a_planted_program_on_path_runs_as_the_box_user_only(self, run, box):
+        for name in ("sh", "setpriv", "env", "mytool"):
+            run(box.write_file(f"bin/{name}", PLANT))
+        run(box.exec(["chmod", "+x", "bin/sh", "bin/setpriv", "bin/env", "bin/mytool"]))
+        path = {"PATH": "/work/bin:/usr/bin:/bin"}
+        control = run(box.exec(["mytool"], env=path))  # the lookup does pick the planted file...
+        assert control.ok, control
+        ran = run(box.exec(["cat", "/tmp/planted"]))
+        assert ran.stdout == "planted-ran-as-65534\n", ran  # ...run by the box's uid, never by root
+
+
 TRACE_INIT = r"""
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

@@ -76,7 +76,10 @@ class CodeEnv(Env):
     """Python programming tasks with visible examples and hidden tests, run in a sandbox.
 
     Args:
-        tasks: a JSONL task file (format: `docs/code_env.md`), or `"builtin"` for the shipped set.
+        tasks: a task file (format: `docs/code_env.md`) as JSONL, Parquet or a Hugging Face
+            `datasets` folder, or `"builtin"` for the shipped set.
+        fields: the data set's column for each task field, e.g. `{"prompt": "text"}`.
+        split: the split of a `datasets` folder that holds several (default: `train`).
         difficulty: a level in 1..3 or a list of levels to draw from (default: all).
         kinds: `function`, `stdio` or both (default: both).
         sandbox_backend: `local` (default) or `docker`.
@@ -97,6 +100,8 @@ class CodeEnv(Env):
     def __init__(
         self,
         tasks: str | Path = BUILTIN,
+        fields: Mapping[str, str] | None = None,
+        split: str | None = None,
         difficulty: int | Sequence[int] | None = None,
         kinds: str | Sequence[str] | None = None,
         sandbox_backend: str = "local",
@@ -118,7 +123,11 @@ class CodeEnv(Env):
             problems.append(f"test_timeout_s must be positive, got {test_timeout_s!r}")
         if problems:
             raise ConfigError(problems)
-        specs = [s for s in load_specs(tasks) if s.kind in wanted_kinds and (levels is None or s.difficulty in levels)]
+        specs = [
+            s
+            for s in load_specs(tasks, fields, split)
+            if s.kind in wanted_kinds and (levels is None or s.difficulty in levels)
+        ]
         if not specs:
             raise ConfigError([f"no task in {str(tasks)!r} matches difficulty={levels} and kinds={list(wanted_kinds)}"])
         source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name

@@ -40,6 +40,61 @@ def harness_source() -> str:
     return (resources.files("rlgym_envs.code") / "_harness.py").read_text(encoding="utf-8")
 
 
+_MAIN_GUARD = 'if __name__ == "__main__":\n    main()\n'
+
+
+@cache
+def check_harness_source() -> str:
+    """The judge and worker of assert-based tests (`_check_harness.py`, on top of the harness)."""
+    base = harness_source()
+    if _MAIN_GUARD not in base:
+        raise RuntimeError("_harness.py no longer ends with its main guard: update check_harness_source")
+    check = (resources.files("rlgym_envs.code") / "_check_harness.py").read_text(encoding="utf-8")
+    body = base.replace(_MAIN_GUARD, "") + "\n" + check + "\nif __name__ == '__main__':\n    check_main()\n"
+    # `_SOURCE` holds the body, so the judge can start its worker from the same program
+    return f"_SOURCE = {body!r}\nexec(_SOURCE)\n"
+
+
+async def run_check(
+    box: Sandbox, prompt: str, test: str, entry_point: str, code: str, timeout_s: float = 10.0, python: str = "python3"
+) -> CaseResult:
+    """Grade `code` with HumanEval/MBPP-style test code (`def check(candidate): assert ...`), as their
+    authors do: the test's `check` runs on the entry point. The test code reaches only the judge
+    process; the submission runs in a worker that returns plain data (see `_check_harness.py`), and
+    the verdict counts only with this call's nonce.
+
+    Args:
+        box: a started sandbox; `solution.py` in its work dir is overwritten.
+        prompt: the task's prompt code (helpers the test may use, e.g. HumanEval's `poly`).
+        test: the test code defining `check(candidate)`.
+        entry_point: the function under test.
+        code: the submitted source (a whole module).
+    """
+    try:
+        await box.write_file(SOLUTION_FILE, code)
+    except OSError as exc:
+        return CaseResult(
+            False, "error", error=f"could not write {SOLUTION_FILE} into the sandbox ({_short(str(exc), 120)})"
+        )
+    nonce = secrets.token_hex(16)
+    request = json.dumps({"nonce": nonce, "prompt": prompt, "test": test, "entry_point": entry_point})
+    result = await box.exec([python, "-c", check_harness_source(), "check", "-"], stdin=request, timeout=timeout_s)
+    if result.timed_out:
+        return CaseResult(False, "timeout", result.duration_s, error="the tests did not finish in time")
+    lines = [line for line in result.stdout.splitlines() if line.startswith(nonce + " ")]
+    if len(lines) != 1:
+        return CaseResult(False, "error", result.duration_s, error="no verdict", stderr=_tail(result.stderr))
+    verdict = lines[0][len(nonce) + 1 :]
+    passed = verdict == "PASS"
+    return CaseResult(
+        passed,
+        "pass" if passed else "wrong",
+        result.duration_s,
+        error=None if passed else verdict,
+        stderr=_tail(result.stderr),
+    )
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """The verdict on one case.
@@ -214,6 +269,11 @@ async def run_cases(
         why = f"could not write {SOLUTION_FILE} into the sandbox ({_short(str(exc), 120)}); files left by earlier runs?"
         return [CaseResult(False, "error", error=why) for _ in spec.cases(hidden)]
     per_case = spec.timeout_s if timeout_s is None else timeout_s
+    if spec.kind == "check":  # one run of the test code's check(candidate); nothing visible to run
+        assert spec.entry_point is not None and spec.test is not None  # checked by TaskSpec
+        if not hidden:
+            return []
+        return [await run_check(box, spec.prompt, spec.test, spec.entry_point, code, min(budget_s, 10 * per_case))]
     deadline = time.monotonic() + budget_s
     results = []
     for case in spec.cases(hidden):

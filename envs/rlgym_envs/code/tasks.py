@@ -11,7 +11,11 @@ A task set is a JSONL file, one task per line (the format is documented in `docs
      "examples": [{"input": "1 2\\n", "output": "3\\n"}], "tests": [{"input": "5\\n", "output": "5\\n"}]}
 
 `examples` are shown to the model and run by the `run_examples` tool; `tests` are hidden and decide
-the reward. `load_tasks` validates every line and names the file and line of any problem.
+the reward. A `check` task is graded as HumanEval and MBPP are: its hidden `test` is Python code that
+defines `check(candidate)` and asserts on the entry point's results (`grading.run_check`); its
+`prompt` is the code to complete (a signature and docstring). A HumanEval line loads as it is with
+`fields={"id": "task_id", "solution": "canonical_solution"}` (a line with `test` and no `kind` is a
+`check` task). `load_tasks` validates every line and names the file and line of any problem.
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import pydantic
 
 from rlgym_llm.core.env import Task
 from rlgym_llm.core.errors import DataFileError
-from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.records import FORMATS, read_records
 
 BUILTIN = "builtin"  # `tasks="builtin"` names the task set shipped with the package
-KINDS: tuple[str, ...] = ("function", "stdio")
+KINDS: tuple[str, ...] = ("function", "stdio", "check")
 COMPARES: tuple[str, ...] = ("exact", "float", "unordered")
 
 
@@ -58,15 +62,16 @@ class TaskSpec(pydantic.BaseModel):
     """One line of a task file. See the module docstring and `docs/code_env.md`."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-    id: str = pydantic.Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    kind: Literal["function", "stdio"]
+    id: str = pydantic.Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-/]*$")
+    kind: Literal["function", "stdio", "check"]
     prompt: str = pydantic.Field(min_length=1)
     title: str | None = None
     difficulty: int = pydantic.Field(default=1, ge=1, le=3)
     entry_point: str | None = pydantic.Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     signature: str | None = None
     examples: list[FunctionCase | StdioCase] = pydantic.Field(default_factory=list)
-    tests: list[FunctionCase | StdioCase] = pydantic.Field(min_length=1)
+    tests: list[FunctionCase | StdioCase] = pydantic.Field(default_factory=list)
+    test: str | None = None
     solution: str | None = None
     compare: Literal["exact", "float", "unordered"] = "exact"
     timeout_s: float = pydantic.Field(default=2.0, gt=0, le=60)
@@ -74,8 +79,12 @@ class TaskSpec(pydantic.BaseModel):
     @pydantic.model_validator(mode="before")
     @classmethod
     def _cases_of_the_right_kind(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "kind" not in data and "test" in data:
+            data = {**data, "kind": "check"}  # a HumanEval/MBPP line
+        if isinstance(data, Mapping) and data.get("kind") == "check":
+            return {k: v for k, v in data.items() if k not in ("task_id", "canonical_solution")}
         # Parse cases by the task's kind, so an error says "expected" is missing, not "input" or "expected".
-        if isinstance(data, Mapping) and data.get("kind") in KINDS:
+        if isinstance(data, Mapping) and data.get("kind") in ("function", "stdio"):
             case = FunctionCase if data["kind"] == "function" else StdioCase
             data = dict(data)
             for key in ("examples", "tests"):
@@ -89,6 +98,11 @@ class TaskSpec(pydantic.BaseModel):
             raise ValueError("a function task needs `entry_point`, the name of the function to write")
         if self.kind == "stdio" and self.compare != "exact":
             raise ValueError("stdio tasks compare printed text; `compare` must be 'exact' (the default)")
+        if self.kind == "check":
+            if not self.entry_point or not self.test or "def check(" not in self.test:
+                raise ValueError("a check task needs `entry_point` and `test` code defining check(candidate)")
+        elif not self.tests:
+            raise ValueError(f"a {self.kind} task needs at least one hidden test in `tests`")
         return self
 
     def cases(self, hidden: bool) -> list[FunctionCase | StdioCase]:
@@ -97,6 +111,11 @@ class TaskSpec(pydantic.BaseModel):
 
 def render_prompt(spec: TaskSpec) -> str:
     """The task text the model sees: statement, what to write, and the visible examples."""
+    if spec.kind == "check":
+        return (
+            "Complete this Python code. Submit the whole module (the function with its body, and any "
+            f"imports or helpers it needs); `{spec.entry_point}` is tested.\n\n```python\n{spec.prompt}```"
+        )
     parts = [f"# {spec.title}" if spec.title else "", spec.prompt.strip()]
     if spec.kind == "function":
         what = spec.signature or f"def {spec.entry_point}(...)"
@@ -128,13 +147,13 @@ def to_task(spec: TaskSpec, source: str) -> Task:
         id=spec.id,
         prompt=render_prompt(spec),
         answer=spec.solution,
-        hidden={"tests": [c.model_dump() for c in spec.tests], "compare": spec.compare},
+        hidden={"tests": [c.model_dump() for c in spec.tests], "compare": spec.compare, "test": spec.test},
         meta={
             "kind": spec.kind,
             "difficulty": spec.difficulty,
             "entry_point": spec.entry_point,
             "examples": [c.model_dump() for c in spec.examples],
-            "n_tests": len(spec.tests),
+            "n_tests": len(spec.tests) or 1,
             "source": source,
         },
     )
@@ -147,19 +166,21 @@ def resolve_tasks(tasks: str | Path) -> Path:
     return Path(tasks).expanduser()
 
 
-def load_specs(tasks: str | Path) -> list[TaskSpec]:
-    """Read and validate a task file.
+def load_specs(tasks: str | Path, fields: Mapping[str, str] | None = None, split: str | None = None) -> list[TaskSpec]:
+    """Read and validate a task file: JSONL, Parquet or a Hugging Face `datasets` folder, with
+    `fields` mapping a task field to the data set's column and `split` choosing a split
+    (`rlgym_llm.core.records.read_records`).
 
     Raises:
         TaskFileError: the file is missing or empty, a line is not valid JSON or not a valid task, or
             two lines share an id (the message names the file and the 1-based line number).
     """
     path = resolve_tasks(tasks)
-    if not path.is_file():
-        raise TaskFileError(f"task file {str(path)!r} does not exist (pass a JSONL path, or 'builtin')")
+    if not path.exists():
+        raise TaskFileError(f"task file {str(path)!r} does not exist (pass {FORMATS}, or 'builtin')")
     specs: list[TaskSpec] = []
     seen: dict[str, int] = {}
-    for lineno, value in read_jsonl(path, error=TaskFileError):
+    for lineno, value in read_records(path, fields, split, error=TaskFileError):
         try:
             spec = TaskSpec.model_validate(value)
         except pydantic.ValidationError as e:

@@ -22,6 +22,7 @@ the data and navigate (`go`, `back`, `root`). Helpers build the common effects.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -225,7 +226,7 @@ class Element:
 # --- apps ---------------------------------------------------------------------------------------
 
 
-class App:
+class App(abc.ABC):
     """Base class of fake apps. Subclass it, set `name` and `title`, implement `sample` and `view`.
 
     Apps hold no state of their own: everything lives in the data dict that `sample` creates, so
@@ -236,13 +237,13 @@ class App:
     title: ClassVar[str] = ""
     page_size: ClassVar[int] = 6  # list items shown per scroll page
 
+    @abc.abstractmethod
     def sample(self, rng: np.random.Generator) -> tuple[dict[str, Any], Goal]:
         """Draw the app's initial data (with distractors) and a goal reachable from it, using `rng` only."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def view(self, data: Mapping[str, Any], screen: str) -> list[Element]:
         """The elements of `screen` (`"main"` is the app's first screen) for this data."""
-        raise NotImplementedError
 
     def screen_title(self, data: Mapping[str, Any], screen: str) -> str:
         """The title shown above a screen."""

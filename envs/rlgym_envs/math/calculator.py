@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import sympy
 
+from rlgym_llm.core.errors import RlgymError
+
 MAX_CHARS = 200  # longest expression accepted
 MAX_NODES = 120  # most AST nodes in one expression
 MAX_BITS = 4096  # largest numerator/denominator of any intermediate result (~1,233 digits)
@@ -38,7 +40,7 @@ _NUMBER_RE = re.compile(r"^(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 PLAIN_NUMBER_RE = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\.\d+)?")
 
 
-class CalculatorError(ValueError):
+class CalculatorError(RlgymError, ValueError):
     """The expression is invalid or too large; the message is meant for the model."""
 
 

@@ -83,9 +83,12 @@ class MathEnv(Env):
         difficulty: a level in 1..3, or a list of levels to draw from (generated tasks only).
         kinds: task kinds to draw from, a subset of `arithmetic`, `fraction`, `linear`, `word`
             (default: all).
-        dataset: a JSONL file of `{"question", "answer"}` lines (or `"sample"`, the packaged sample)
-            to use instead of the generator. `reset(options={"task_index": i})` picks line i;
+        dataset: `{"question", "answer"}` records: a JSONL or Parquet file, a Hugging Face
+            `datasets` folder (`save_to_disk`), or `"sample"` (the packaged sample)
+            to use instead of the generator. `reset(options={"task_index": i})` picks row i;
             otherwise the env's RNG picks.
+        fields: the data set's column for each field, e.g. `{"question": "problem", "answer": "solution"}`.
+        split: the split of a `datasets` folder that holds several (default: `train`).
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
     """
@@ -98,6 +101,8 @@ class MathEnv(Env):
         difficulty: int | Sequence[int] = 1,
         kinds: Sequence[str] | None = None,
         dataset: str | Path | None = None,
+        fields: Mapping[str, str] | None = None,
+        split: str | None = None,
         max_tool_calls: int = 16,
         max_observation_chars: int = 32_000,
     ) -> None:
@@ -113,7 +118,7 @@ class MathEnv(Env):
         if problems:
             raise ConfigError(problems)
         self.difficulties = tuple(int(d) for d in levels)
-        self.dataset: list[Task] | None = load_dataset(dataset) if dataset is not None else None
+        self.dataset: list[Task] | None = load_dataset(dataset, fields, split) if dataset is not None else None
         self._verdict: Verdict | None = None
         self._calls = 0
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,7 @@ import pydantic
 from rlgym_envs.math.calculator import evaluate
 from rlgym_llm.core.env import Task
 from rlgym_llm.core.errors import DataFileError
-from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.records import FORMATS, read_records
 
 KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
@@ -221,29 +221,38 @@ def resolve_dataset(dataset: str | Path) -> Path:
     return Path(dataset).expanduser()
 
 
-def load_dataset(dataset: str | Path) -> list[Task]:
-    """Read a JSONL dataset into tasks (ids: the record's `id`, else `<file stem>-<line index>`).
+def load_dataset(dataset: str | Path, fields: Mapping[str, str] | None = None, split: str | None = None) -> list[Task]:
+    """Read a data set into tasks (ids: the record's `id`, else `<file stem>-<row index>`).
 
-    Parsed files are cached by path, size and modification time: the rollout manager makes a fresh
+    Args:
+        dataset: a JSONL or Parquet file, a Hugging Face `datasets` folder (`save_to_disk`), or
+            "sample" (`rlgym_llm.core.records.read_records`).
+        fields: the env's field -> the data set's column, e.g. `{"question": "problem"}`.
+        split: the split of a `DatasetDict` folder.
+
+    Parsed data sets are cached by path, size and modification time: the rollout manager makes a fresh
     env per episode, and re-reading the file each time would cost more than the episode.
 
     Raises:
-        DatasetError: the file is missing or empty, or a line is not a valid record (the message
-            names the file and the 1-based line number).
+        DatasetError: the data set is missing or empty, or a row is not a valid record (the message
+            names the file and the 1-based row number).
     """
     path = resolve_dataset(dataset)
-    if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist (pass a JSONL path, or 'sample')")
+    if not path.exists():
+        raise DatasetError(f"dataset {str(path)!r} does not exist (pass {FORMATS}, or 'sample')")
     stat = path.stat()
-    return list(_load_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    mapping = tuple(sorted((fields or {}).items()))
+    return list(_load_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns, mapping, split))
 
 
 @functools.lru_cache(maxsize=16)
-def _load_cached(path_text: str, size: int, mtime_ns: int) -> tuple[Task, ...]:
-    """The tasks of one version of a file (`size` and `mtime_ns` are part of the cache key only)."""
+def _load_cached(
+    path_text: str, size: int, mtime_ns: int, fields: tuple[tuple[str, str], ...], split: str | None
+) -> tuple[Task, ...]:
+    """The tasks of one version of a data set (`size` and `mtime_ns` are part of the cache key only)."""
     path = Path(path_text)
     tasks: list[Task] = []
-    for lineno, value in read_jsonl(path, error=DatasetError):
+    for lineno, value in read_records(path, dict(fields), split, error=DatasetError):
         try:
             record = Record.model_validate(value)
         except pydantic.ValidationError as e:

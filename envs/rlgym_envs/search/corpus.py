@@ -16,13 +16,14 @@ import json
 import os
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pydantic
 
 from rlgym_llm.core.errors import DataFileError
 from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.records import read_records
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,22 @@ class _QARow(pydantic.BaseModel):
         return answers
 
 
-def _rows(path: str | os.PathLike[str], model: type[pydantic.BaseModel]) -> list[pydantic.BaseModel]:
-    """Parse a JSONL file, listing every bad line in one error (a user's file is a trust boundary)."""
+def _rows(
+    path: str | os.PathLike[str],
+    model: type[pydantic.BaseModel],
+    fields: Mapping[str, str] | None = None,
+    split: str | None = None,
+) -> list[pydantic.BaseModel]:
+    """Parse a data set (JSONL, Parquet or a `datasets` folder, columns renamed by `fields`), listing
+    every bad row in one error (a user's file is a trust boundary)."""
     rows: list[pydantic.BaseModel] = []
     problems: list[str] = []
-    for lineno, value in read_jsonl(path, problems=problems):
+    records = (
+        read_jsonl(path, problems=problems)
+        if not fields and not split and str(path).endswith(".jsonl")
+        else read_records(path, fields, split)
+    )
+    for lineno, value in records:
         try:
             rows.append(model.model_validate(value))
         except pydantic.ValidationError as e:
@@ -86,21 +98,30 @@ def _rows(path: str | os.PathLike[str], model: type[pydantic.BaseModel]) -> list
     return rows
 
 
-def load_corpus(path: str | os.PathLike[str]) -> tuple[Document, ...]:
-    """Load documents from JSONL (`{"id", "title", "text"}` per line).
+def load_corpus(
+    path: str | os.PathLike[str], fields: Mapping[str, str] | None = None, split: str | None = None
+) -> tuple[Document, ...]:
+    """Load documents (`{"id", "title", "text"}` rows) from JSONL, Parquet or a `datasets` folder;
+    `fields` maps a field to the data set's column.
 
     Raises:
         ValueError: a line is not a valid document, or two documents share an id.
     """
-    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow))  # type: ignore[attr-defined]
+    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow, fields, split))  # type: ignore[attr-defined]
     dupes = sorted(i for i, n in collections.Counter(d.id for d in docs).items() if n > 1)
     if dupes:
         raise ValueError(f"{path}: duplicate document ids {dupes[:5]}; ids must be unique")
     return docs
 
 
-def load_qa(path: str | os.PathLike[str], doc_ids: Iterable[str] | None = None) -> tuple[QAItem, ...]:
-    """Load questions from JSONL (`{"question", "answers": [...], "gold_docs": [...]}` per line).
+def load_qa(
+    path: str | os.PathLike[str],
+    doc_ids: Iterable[str] | None = None,
+    fields: Mapping[str, str] | None = None,
+    split: str | None = None,
+) -> tuple[QAItem, ...]:
+    """Load questions (`{"question", "answers": [...], "gold_docs": [...]}` rows) from JSONL, Parquet or
+    a `datasets` folder; `fields` maps a field to the data set's column.
 
     Args:
         path: the JSONL file.
@@ -111,7 +132,7 @@ def load_qa(path: str | os.PathLike[str], doc_ids: Iterable[str] | None = None) 
     """
     items = tuple(
         QAItem(question=r.question, answers=tuple(r.answers), gold_docs=tuple(r.gold_docs))  # type: ignore[attr-defined]
-        for r in _rows(path, _QARow)
+        for r in _rows(path, _QARow, fields, split)
     )
     if doc_ids is not None:
         known = set(doc_ids)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_envs.search.corpus import Document, QAItem, exact_match, load_corpus, load_qa, token_f1
-from rlgym_envs.search.index import RETRIEVERS, get_retriever
+from rlgym_envs.search.retrieval import RETRIEVERS, get_retriever
 from rlgym_envs.search.world import generate_world
 from rlgym_llm import (
     AssistantTurn,
@@ -97,8 +97,11 @@ class SearchEnv(Env):
         world_seed: seed of the generated world (ignored when `corpus_path` is given).
         world_people: size of the generated world (people; other entity counts scale with it).
         max_hops: the longest questions of the generated world, 1 to 3.
-        corpus_path: a JSONL corpus of `{"id", "title", "text"}`; needs `qa_path` too.
-        qa_path: a JSONL QA set of `{"question", "answers", "gold_docs"?}`.
+        corpus_path: a corpus of `{"id", "title", "text"}` rows (JSONL, Parquet or a Hugging Face
+            `datasets` folder); needs `qa_path` too.
+        qa_path: a QA set of `{"question", "answers", "gold_docs"?}` rows, in any of those formats.
+        fields, corpus_fields: the QA set's and the corpus's column for each field, e.g. `{"question": "q"}`.
+        split: the split of `datasets` folders that hold several (default: `train`).
         cache_dir: where the indexes are cached (`None`: `~/.cache/rlgym_llm/search`; `False`: no disk cache).
         snippet_chars: the most characters of each search result's snippet.
         retriever: `"bm25"` (default), `"dense"` (all-MiniLM-L6-v2 embeddings; needs the `dense` extra) or
@@ -120,6 +123,9 @@ class SearchEnv(Env):
         max_hops: int = 3,
         corpus_path: str | os.PathLike[str] | None = None,
         qa_path: str | os.PathLike[str] | None = None,
+        corpus_fields: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
+        split: str | None = None,
         cache_dir: str | os.PathLike[str] | bool | None = None,
         snippet_chars: int = 200,
         retriever: str = "bm25",
@@ -132,8 +138,8 @@ class SearchEnv(Env):
         if (corpus_path is None) != (qa_path is None):
             raise ValueError("give both corpus_path and qa_path (a corpus and its questions), or neither")
         if corpus_path is not None and qa_path is not None:
-            docs = load_corpus(corpus_path)
-            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs])
+            docs = load_corpus(corpus_path, corpus_fields, split)
+            self._items = load_qa(qa_path, doc_ids=[d.id for d in docs], fields=fields, split=split)
             self._structure: tuple[Mapping[str, Any], ...] = ({},) * len(self._items)
             self.source = f"corpus:{os.fspath(corpus_path)}"
         else:

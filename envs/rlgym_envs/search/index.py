@@ -3,8 +3,8 @@
 The disk cache lives under `cache_dir/<corpus hash>` (default `~/.cache/rlgym_llm/search/`, or
 `$XDG_CACHE_HOME/rlgym_llm/search/`), keyed by a hash of the corpus content and the tokenizer, so an edited
 corpus never reads a stale index. The in-process cache means the G envs of a GRPO group share one index.
-`bm25s` is imported lazily: `import rlgym_envs` must stay light. `get_retriever` also reaches the optional
-dense and hybrid retrievers of `dense.py`.
+`bm25s` is imported lazily: `import rlgym_envs` must stay light. `retrieval.get_retriever` picks between
+this index and the dense and hybrid ones of `dense.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rlgym_envs.search.corpus import Document, corpus_hash
 from rlgym_llm import MissingDependencyError
@@ -33,7 +33,6 @@ _STOPWORDS = frozenset(
     | {"this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "with"}
 )
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
 
 _loaded: dict[str, BM25Index] = {}
 _lock = threading.Lock()
@@ -119,29 +118,3 @@ def get_index(docs: Sequence[Document], cache_dir: str | os.PathLike[str] | bool
         if index is None:
             index = _loaded[key] = BM25Index(docs, cache_dir)
         return index
-
-
-class Retriever(Protocol):
-    """What the Search env needs of an index: its documents and a ranked search."""
-
-    docs: tuple[Document, ...]
-
-    def search(self, query: str, k: int) -> list[tuple[Document, float]]: ...
-
-
-def get_retriever(
-    docs: Sequence[Document], kind: str = "bm25", cache_dir: str | os.PathLike[str] | bool | None = None
-) -> Retriever:
-    """The shared retriever of `kind` over `docs`: `"bm25"`, `"dense"` or `"hybrid"` (BM25 and dense fused).
-
-    Raises:
-        ValueError: `kind` is not one of `RETRIEVERS`.
-        MissingDependencyError: `"dense"` or `"hybrid"` without the `dense` extra installed.
-    """
-    if kind == "bm25":
-        return get_index(docs, cache_dir)
-    if kind not in RETRIEVERS:
-        raise ValueError(f"retriever must be one of {RETRIEVERS}, got {kind!r}")
-    from rlgym_envs.search import dense  # imports no torch until an encoder is built
-
-    return dense.get_dense_index(docs, cache_dir) if kind == "dense" else dense.get_hybrid_index(docs, cache_dir)

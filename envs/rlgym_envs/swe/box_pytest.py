@@ -7,8 +7,8 @@ It never imports repository code. It reads one JSON request on stdin:
      "log_chars": 600000, "runs": [{"files": {"tests/test_x.py": "..."}, "args": ["tests/test_x.py::test_y"]}]}
 
 writes `files` under `root` (`fresh` empties it first, `cleanup` removes it at the end), and for each
-run writes the run's own files, then starts pytest in a child process (`python3 -I -B`, plugin
-autoloading off, an empty ini given with `-c` so the repository's config files cannot add options or
+run writes the run's own files, then starts pytest in a child process (`python3 -s -P -B` with an environment of its own
+making, hash seed 0, plugin autoloading off, an empty ini given with `-c` so the repository's config files cannot add options or
 plugins) with the run's arguments. The child's stdout and stderr go to a file, never to this
 process's stdout, and this process makes itself non-dumpable first, so the code under test cannot
 reach the one line this process prints at the end: `{"runs": [{"log": ..., "exit": ..., "timed_out": ...}]}`.
@@ -81,7 +81,9 @@ def _pytest(request, root, run, scratch):
         f.write("[pytest]\n")
     path = [request["pytest_dir"], root] + [os.path.join(root, p) for p in request.get("python_path") or []]
     cfg = json.dumps({"path": path, "test_timeout": float(request.get("test_timeout") or 10)})
-    argv = [sys.executable, "-I", "-B", "-c", BOOT, cfg, "-c", ini, "--rootdir", root, *_ARGS, *run["args"]]
+    # Not -I, which would drop PYTHONHASHSEED: the environment below is the child's whole environment,
+    # -s skips user site-packages and -P keeps the working directory off sys.path.
+    argv = [sys.executable, "-s", "-P", "-B", "-c", BOOT, cfg, "-c", ini, "--rootdir", root, *_ARGS, *run["args"]]
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", root),

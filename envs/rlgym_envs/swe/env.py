@@ -127,7 +127,7 @@ class SWEEnv(Env):
     def __init__(
         self,
         dataset: str | Path | Sequence[Instance] | None = None,
-        tier: str = "toy",
+        tier: str = "real",
         instance_ids: Sequence[str] | None = None,
         backend: str = "local",
         limits: Limits | Mapping[str, Any] | None = None,

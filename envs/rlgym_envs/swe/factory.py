@@ -1,6 +1,6 @@
 """The SWE-v0 task factory: real projects, injected bugs that their own tests catch, SWE-bench-style rows.
 
-    python -m rlgym_envs.swe.factory build --projects boltons,toolz --per-project 18 --seed 0 --out tasks.jsonl
+    python -m rlgym_envs.swe.factory build --projects boltons,toolz --per-project 19 --seed 0 --out tasks.jsonl
     make swe-build        # the shipped set: every project of `sources.PROJECTS`
 
 For each project (an sdist pinned by version and sha256, `sources.py`):
@@ -66,7 +66,7 @@ class _HostRunner:
             "pytest_dir": self.pytest_dir,
             "python_path": list(self.project.python_path),
             "timeout": SUITE_TIMEOUT_S,
-            "test_timeout": 30,
+            "test_timeout": 10,  # a mutant that loops fails its test after 10 s
             "log_chars": 10_000_000,
             "runs": runs,
             **request,
@@ -87,7 +87,7 @@ class _HostRunner:
 
 
 def _suite_args(project: Project) -> list[str]:
-    return ["-q", "--tb=no", "-p", "no:doctest", *project.tests, *(f"--deselect={t}" for t in project.skip)]
+    return ["-q", "--tb=no", *project.tests, *(f"--deselect={t}" for t in project.skip)]
 
 
 # A pytest run (on the host, trusted code) that records, per test, the functions of the project it
@@ -133,8 +133,13 @@ def _coverage(runner: _HostRunner, project: Project) -> dict[str, list[str]]:
     ini = runner.root.parent / "pytest.ini"
     ini.write_text("[pytest]\n")
     args = ["-c", str(ini), "--rootdir", str(runner.root), "-p", "no:cacheprovider", *_suite_args(project)]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "LANG": "C.UTF-8"}
     subprocess.run(
-        [sys.executable, "-I", "-B", "-c", _COVERAGE, cfg, *args], cwd=runner.root, capture_output=True, timeout=1800
+        [sys.executable, "-s", "-P", "-B", "-c", _COVERAGE, cfg, *args],
+        cwd=runner.root,
+        capture_output=True,
+        timeout=1800,
+        env=env,
     )
     result: dict[str, list[str]] = json.loads(out.read_text())
     return result
@@ -262,7 +267,7 @@ def build_project(project: Project, per_project: int, seed: int, max_tries: int 
                 buggy = m.apply(clean[path])
                 # Only the tests that call the function can fail. --maxfail: more than MAX_FAILING is out.
                 ids = covering[(path, function)]
-                args = ["-q", "--tb=no", "-p", "no:doctest", f"--maxfail={MAX_FAILING + 1}", *ids]
+                args = ["-q", "--tb=no", f"--maxfail={MAX_FAILING + 1}", *ids]
                 statuses = run({path: buggy}, args)["statuses"]
                 pending[path] = clean[path]
                 failing = [t for t in ids if statuses.get(t) != "PASSED"]
@@ -274,12 +279,12 @@ def build_project(project: Project, per_project: int, seed: int, max_tries: int 
                 canaries, canary_ids = canary_test_files(tests, failing)
                 if sorted(canary_ids) != sorted(failing):
                     continue
-                graded = ["-q", "--tb=no", "-p", "no:doctest", *failing, *p2p]
+                graded = ["-q", "--tb=no", *failing, *p2p]
                 gold = run(canaries, graded)["statuses"]  # the clean source is pending
                 pending.update({p: tests[p] for p in canaries})
                 if any(gold.get(t) == "PASSED" for t in failing) or any(gold.get(t) != "PASSED" for t in p2p):
                     continue
-                detail = run({path: buggy}, ["-q", "--tb=short", "-p", "no:doctest", *failing])
+                detail = run({path: buggy}, ["-q", "--tb=short", *failing])
                 pending[path] = clean[path]
                 assert stable_set.issuperset(failing)
                 rows.append(
@@ -306,14 +311,30 @@ def build_project(project: Project, per_project: int, seed: int, max_tries: int 
     return rows
 
 
-def build(projects: Sequence[str], per_project: int, seed: int = 0) -> list[dict[str, Any]]:
-    """Rows for every named project, in the given order."""
-    unknown = [p for p in projects if p not in PROJECTS]
+def parse_per_project(text: str) -> tuple[int, dict[str, int]]:
+    """`"19"` or `"19,boltons=26,toolz=26"`: the default count and the per-project overrides."""
+    default, overrides = 0, {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, count = item.rpartition("=")
+        if not count.isdigit():
+            raise SystemExit(f"--per-project: {item!r} is not N or project=N")
+        if name:
+            overrides[name] = int(count)
+        else:
+            default = int(count)
+    return default, overrides
+
+
+def build(
+    projects: Sequence[str], per_project: int, seed: int = 0, overrides: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """Rows for every named project, in the given order (`overrides`: a count per project)."""
+    unknown = [p for p in [*projects, *(overrides or {})] if p not in PROJECTS]
     if unknown:
         raise SystemExit(f"unknown project(s) {unknown}; known: {sorted(PROJECTS)}")
     rows: list[dict[str, Any]] = []
     for name in projects:
-        rows += build_project(PROJECTS[name], per_project, seed)
+        rows += build_project(PROJECTS[name], (overrides or {}).get(name, per_project), seed)
     return rows
 
 
@@ -338,14 +359,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build SWE-bench-style instances from real projects")
     b.add_argument("--projects", default=",".join(PROJECTS), help=f"comma-separated, from {sorted(PROJECTS)}")
-    b.add_argument("--per-project", type=int, default=18)
+    b.add_argument("--per-project", default="19", help="instances per project: N, or N,project=M,... for exceptions")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--out", required=True, help="the JSONL file to write; LICENSES.md goes beside it")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # a script entry point
     projects = [p.strip() for p in args.projects.split(",") if p.strip()]
     start = time.monotonic()
-    rows = build(projects, args.per_project, args.seed)
+    per_project, overrides = parse_per_project(args.per_project)
+    rows = build(projects, per_project, args.seed, overrides)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")

@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 BOX_SOURCE = Path(__file__).with_name("box_pytest.py").read_text(encoding="utf-8")
 PYTHON = "python3"
 BOX_PYTEST_DIR = "/opt/rlgym/pytest"  # where a container sees the pinned pytest
-_SLACK_S = 5.0  # the sandbox's wall limit covers file writes and pytest start-up beyond the tests' budget
+_SLACK_S = 10.0  # file writes and interpreter start-up, beyond the pytest runs' own budget
 
 
 @dataclass(frozen=True)
@@ -101,18 +101,18 @@ class TestHarness:
     def run(self, request: dict[str, Any], *, wipe_after: bool = False) -> list[PytestRun]:
         """Execute one request (see `box_pytest.py` for its fields); one `PytestRun` per entry of `runs`.
 
-        Each run gets the sandbox's wall limit, less start-up slack, shared by the runs of a request.
+        Each pytest run gets the sandbox's wall limit (`limits.wall_s`); the execution, all of them.
         `wipe_after` empties the box once the request is over, so files it wrote (hidden tests)
         cannot be read by later runs of the agent's code.
         """
         box = self._sandbox()
         n_runs = max(len(request["runs"]), 1)
-        budget = max((self.limits.wall_s - _SLACK_S) / n_runs, 1.0)
+        budget = self.limits.wall_s  # each pytest run; the execution gets them all plus start-up slack
         # JSON escaping can triple a log's size: keep the one stdout line under the box's output cap.
         log_chars = self.limits.output_bytes // (3 * n_runs)
         payload = json.dumps({"pytest_dir": self.pytest_dir, "timeout": budget, "log_chars": log_chars, **request})
         self._dirty = True
-        result = run_sync(box.exec(self._argv, stdin=payload))
+        result = run_sync(box.exec(self._argv, stdin=payload, timeout=n_runs * budget + _SLACK_S))
         if wipe_after:
             run_sync(box.reset())
             self._dirty = False

@@ -13,10 +13,12 @@ import difflib
 import re
 from collections.abc import Mapping
 
+from rlgym_llm.core.errors import RlgymError
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-class PatchError(ValueError):
+class PatchError(RlgymError, ValueError):
     """A diff does not parse, or does not apply to the files it names."""
 
 

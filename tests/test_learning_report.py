@@ -1,0 +1,64 @@
+"""`python benchmarks/learning/run.py report` regenerates the learning report from the per-run results
+stored in learning.json, with seed-level statistics, and gives no verdict where a method is GRPO."""
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlgym_llm.eval import paired_seed_comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def bench(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location("learning_run", ROOT / "benchmarks" / "learning" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "learning_run", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(ROOT / "benchmarks" / "results" / "learning" / "learning.json", results / "learning.json")
+    monkeypatch.setattr(module, "RESULTS", results)
+    monkeypatch.setattr(module, "RUNS", tmp_path / "no_runs")  # only the stored per-run results
+    return module, results
+
+
+def test_report_regenerates_from_stored_runs_with_seed_level_statistics(bench):
+    module, results = bench
+    module.write(module.report(["counter"]), "python benchmarks/learning/run.py report")
+    out = json.loads((results / "learning.json").read_text())
+    methods = out["envs"]["counter"]["methods"]
+    grpo = {r["seed"]: np.mean(r["success_per_step"][7:]) for r in methods["grpo"]["runs"]}
+    for name in ("turn_grpo", "igpo", "spa", "gigpo"):
+        e = methods[name]
+        # one number per run (the last half of its training curve), paired with GRPO's run of the same seed
+        mine = [np.mean(r["success_per_step"][7:]) for r in e["runs"]]
+        want = paired_seed_comparison(mine, [grpo[r["seed"]] for r in e["runs"]])
+        got = e["vs_grpo"]["train_end"]
+        assert (got["diff"], got["low"], got["high"], got["mdd"]) == pytest.approx(
+            (want.diff, want.low, want.high, want.mdd)
+        )
+        assert got["n"] == 3 and "beats" not in got["verdict"]
+    assert methods["gated"]["identical_to_grpo"]  # every seed's run equals GRPO's step for step
+    text = (results / "learning.md").read_text()
+    assert "counter: gated is identical to GRPO here" in text and "no verdict" in text
+    assert "IQM" not in text  # no interval of the old (seeds x steps) bootstrap survives
+    # regenerating from the regenerated file gives the same numbers (the per-run results are kept)
+    module.write(module.report(["counter"]), "python benchmarks/learning/run.py report")
+    again = json.loads((results / "learning.json").read_text())
+    assert again["envs"]["counter"]["methods"]["turn_grpo"]["vs_grpo"] == methods["turn_grpo"]["vs_grpo"]
+
+
+def test_logged_grpo_equality_decides_identity(bench):
+    module, _ = bench
+    run = {"seed": 0, "success_per_step": [0.5, 0.6], "heldout": [], "grpo_equal_share": [1.0, 1.0]}
+    other = {**run, "success_per_step": [0.4, 0.7]}
+    assert module.identical_to_grpo([run], [other])  # equal advantages everywhere: GRPO, whatever the curves
+    assert module.identical_to_grpo([{**run, "grpo_equal_share": [1.0, 0.5]}], [run]) is None
