@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     """A fresh venv (system site-packages for torch & co.) with the project installed from its wheel."""
-    pytest.importorskip("build")
+    pytest.importorskip("build")  # the dev extra has it: CI runs this test
     tmp = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(ROOT)],
