@@ -7,7 +7,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "swe_env.md"
 
 
 def _python_blocks():
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    return re.findall(r"```python(?: slow)?\n(.*?)```", DOC.read_text(), re.S)  # not the illustrative ones
 
 
 def test_the_quick_start_resolves_with_the_oracle(capsys):
@@ -20,7 +20,9 @@ def test_the_options_block_builds_an_env():
     import rlgym_llm
 
     options = _python_blocks()[1]
-    env = eval(options.strip(), {"rlgym_llm": rlgym_llm})
+    namespace = {"rlgym_llm": rlgym_llm}
+    exec(compile(options.replace("rlgym_llm.make(", "env = rlgym_llm.make(", 1), str(DOC), "exec"), namespace)
+    env = namespace["env"]
     try:
         assert len(env.unwrapped.instances) >= 100 and env.unwrapped.backend == "local"
     finally:

@@ -49,7 +49,7 @@ def test_lora_checkpoint_is_merged_with_the_shape_from_the_runs_config(tiny_mode
     step = _save(tmp_path, trained)
     with pytest.raises(ConfigError, match=r"config\.yaml"):
         _load_checkpoint(_load(tiny_model_dir), step)
-    lora = "trainer:\n  lora:\n    r: 4\n    alpha: 8\n    target_modules: [q_proj, v_proj]\n"
+    lora = "policy:\n  model: tiny\ntrainer:\n  lora:\n    r: 4\n    alpha: 8\n    target_modules: [q_proj, v_proj]\n"
     (tmp_path / "config.yaml").write_text(lora)
     loaded = _load_checkpoint(_load(tiny_model_dir), step)
     assert not isinstance(loaded, peft.PeftModel)  # merged: plain weights for sampling

@@ -78,13 +78,14 @@ def test_a_full_weight_run_exports_and_has_no_adapter(tmp_path, tiny_model_dir, 
 
 
 def test_eval_of_a_checkpoint_renders_prompts_as_the_run_did(tmp_path, tiny_model_dir):
-    run, _ = _run(tmp_path, tiny_model_dir, ["sft.enabled=false", "agent.system_prompt=Be brief."])
+    overrides = ["sft.enabled=false", "agent.system_prompt=Be brief.", "agent.tool_schemas=true"]
+    run, _ = _run(tmp_path, tiny_model_dir, [*overrides, "policy.sampling.max_tokens=40"])
     plain = load_config("eval", [])
-    assert plain.agent.tool_schemas and plain.policy.sampling.max_tokens == 48  # eval's own defaults
-    cfg = with_run_settings(load_config("eval", [f"checkpoint={run}", "policy.sampling.max_tokens=48"]))
-    # the demo run renders without tool schemas and samples 24 tokens (configs/train.yaml)
-    assert not cfg.agent.tool_schemas and cfg.agent.system_prompt == "Be brief."
-    assert cfg.policy.sampling.max_tokens == 24 and cfg.policy.model == "tiny"
+    # eval's own defaults (the Counter preset) differ from the run's prompt settings and budget
+    assert not plain.agent.tool_schemas and plain.policy.sampling.max_tokens == 24
+    cfg = with_run_settings(load_config("eval", [f"checkpoint={run}", "policy.sampling.max_tokens=24"]))
+    assert cfg.agent.tool_schemas and cfg.agent.system_prompt == "Be brief."
+    assert cfg.policy.sampling.max_tokens == 40 and cfg.policy.model == "tiny"
     assert main(["export", str(run), "--out", str(tmp_path / "out")]) == 0
     exported = with_run_settings(load_config("eval", [f"checkpoint={tmp_path / 'out'}"]))
     assert exported.agent == cfg.agent  # an exported folder carries the run's settings
