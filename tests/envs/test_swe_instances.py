@@ -304,7 +304,6 @@ def test_built_instance_fails_exactly_fail_to_pass_and_gold_fixes_it(harness, bu
     _check_instance(harness, inst)
 
 
-@pytest.mark.slow
-def test_every_built_instance_is_consistent(harness, built):
-    for inst in built.values():
-        _check_instance(harness, inst)
+# Every one of the 101 built instances (about 15 minutes on 2 cores, past the CI budget of one
+# test): `python benchmarks/swe_v0.py --backend docker` grades gold, empty, test-editing and
+# random-edit patches on each of them (benchmarks/results/swe_v0.md).
