@@ -141,7 +141,7 @@ def default_max_turns(env_id: str) -> int | None:
 def list_envs(namespace: str | None = None) -> list[str]:
     """Ids registered through rlgym-llm (built-ins and plugins), optionally of one namespace."""
     load_plugins()
-    ids = sorted(_max_turns)
+    ids = sorted(i for i in _max_turns if i in gymnasium.registry)  # not ids removed from Gymnasium's since
     if namespace is not None:
         ids = [i for i in ids if i.split("/", 1)[0] == namespace]
     return ids

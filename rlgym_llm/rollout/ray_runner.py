@@ -299,7 +299,8 @@ class RayRolloutRunner(RolloutManager):
     ):
         if num_env_workers < 1:
             raise ValueError(f"num_env_workers must be >= 1, got {num_env_workers}")
-        config = dataclasses.replace(config or RolloutConfig(), env_in_thread=False)
+        # envs live in actors that may die and restart: a proxy is never kept for a later episode
+        config = dataclasses.replace(config or RolloutConfig(), env_in_thread=False, reuse_envs=False)
         self.pool = PolicyPool(policies)
         super().__init__(self._open_env, agent, self.pool, config, writer=writer, on_episode=on_episode)
         if isinstance(env, str):
