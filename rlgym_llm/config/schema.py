@@ -137,6 +137,11 @@ class PolicyConfig:
         tensor_parallel_size: `vllm` on GPUs: how many GPUs the server splits the model over.
         server_gpus: `vllm` on GPUs: the GPUs the server sees (its CUDA_VISIBLE_DEVICES), e.g. [1,2]
             to keep GPU 0 for the trainer (null: the GPUs this process sees, shared with the trainer).
+        sync: `vllm`: how the trainer's weights reach the server after each update: `auto` (LoRA
+            adapters loaded at runtime, full weights loaded in place, a restart if that fails),
+            `inplace` (full weights through shared memory into the running server; LoRA is merged),
+            `lora` (adapters only: needs trainer.lora.enabled) or `restart` (save and restart the
+            server: slow, the fallback). See docs/vllm.md.
         sampling: how rollouts sample (`seed` stays null: every request is seeded from the run's
             `seed`); `rlgym train`'s held-out measure uses `trainer.eval_temperature` instead of
             `temperature`.
@@ -153,6 +158,7 @@ class PolicyConfig:
     gpu_memory_utilization: float = 0.5
     tensor_parallel_size: int = 1
     server_gpus: list[int] | None = None
+    sync: Literal["auto", "inplace", "lora", "restart"] = "auto"
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
     def __post_init__(self) -> None:
@@ -344,6 +350,12 @@ def train_rules(cfg: TrainConfig) -> list[str]:
         p.append(
             "`policy=openai` cannot receive weight updates, so it cannot be trained; use policy=hf or "
             "policy=vllm (openai is for `rlgym eval`)"
+        )
+    if cfg.policy.sync == "lora" and not cfg.trainer.lora.enabled:
+        p.append("`policy.sync=lora` syncs LoRA adapters: set trainer.lora.enabled=true, or policy.sync=auto")
+    if cfg.policy.sync != "auto" and cfg.policy.backend != "vllm":
+        p.append(
+            f"`policy.sync={cfg.policy.sync}` applies to policy=vllm only; policy={cfg.policy.backend} syncs in process"
         )
     if cfg.sft.enabled and not cfg.env.oracle and not cfg.sft.init:
         p.append(f"SFT warm-up needs an oracle for {cfg.env.id}: set env.oracle=module:Class, or sft.enabled=false")

@@ -286,10 +286,11 @@ def build_trainable_policy(
     folder: Path,
     lora_rank: int | None = None,
     on: Compute | None = None,
+    sync: str | None = None,
 ) -> TrainablePolicy:
     """The engine RL samples from and syncs weights to: `hf` shares `model` with the trainer
-    (in-place sync, computing as `on` says), `vllm` starts a server on `folder` (adapter load or
-    restart) on `on`'s device type and dtype."""
+    (in-place sync, computing as `on` says), `vllm` starts a server on `folder` (the weights it
+    serves first) on `on`'s device type and dtype, synced as `sync` says (default `policy.sync`)."""
     if policy.backend == "hf":
         from rlgym_llm.rollout.hf_policy import TransformersPolicy
 
@@ -299,7 +300,9 @@ def build_trainable_policy(
     if policy.backend == "vllm":
         from rlgym_llm.rollout.vllm_policy import VLLMPolicy
 
-        return VLLMPolicy(folder, max_lora_rank=lora_rank, **vllm_server_kwargs(policy, on)).start()
+        sync = sync or policy.sync
+        rank = lora_rank if sync in ("auto", "lora") else None  # inplace and restart serve merged weights
+        return VLLMPolicy(folder, max_lora_rank=rank, sync=sync, **vllm_server_kwargs(policy, on)).start()
     raise ConfigError([f"policy={policy.backend} cannot be trained; use policy=hf or policy=vllm"])
 
 
@@ -324,7 +327,8 @@ def build_policy(
     """Any engine, for evaluation: a trainable one, or `openai` (any OpenAI-compatible endpoint).
     Every backend's `close()` releases it."""
     if policy.backend != "openai":
-        return build_trainable_policy(policy, model, tokenizer, folder, on=on)
+        # evaluation never syncs weights: no in-place machinery (vLLM's dev endpoints) on the server
+        return build_trainable_policy(policy, model, tokenizer, folder, on=on, sync="restart")
     from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 
     if not policy.base_url:

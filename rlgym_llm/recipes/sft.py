@@ -131,21 +131,22 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
 
-    def success(model: Any) -> float | None:  # policy -> manager -> one held-out measure
+    def success(model: Any, served: Path) -> float | None:  # policy -> manager -> one held-out measure
         if not seeds:
             return None
-        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on)
+        # an engine in another program (vLLM) loads the weights from `served`, the folder of `model`
+        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, served, on=on, sync="restart")
         try:
             with held_out_manager(cfg, make_env, agent, policy) as manager:
                 return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
         finally:
             asyncio.run(policy.close())
 
-    before = success(model)
+    before = success(model, folder)
     model, info = warm_up(
         cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress, on=on
     )
-    after = success(model)
+    after = success(model, out / "sft_model")
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}
     result["held_out_tasks"] = len(seeds)

@@ -70,12 +70,14 @@ def run(
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
         model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
+    start_from = warm_start(cfg, out, folder)  # the weights RL starts from, in a folder
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
 
-    # 3. policy: the engine that samples, and takes the trainer's weights after every update
+    # 3. policy: the engine that samples, and takes the trainer's weights after every update; a
+    # server starts on the warm-up's weights, not the base model's
     lora_rank = t.lora.r if t.lora.enabled else None
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, lora_rank, on=on)
+    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
@@ -88,7 +90,6 @@ def run(
         # 5. trainer: the clipped policy loss, the optimizer, and the credit method's per-step inputs
         ref_model = None
         if t.loss.kl_coef > 0:  # the policy RL starts from
-            start_from = Path(cfg.sft.init) if cfg.sft.init else out / "sft_model" if cfg.sft.enabled else folder
             ref_model, _ = parts.load_model(start_from, on)
         loss = dataclasses.replace(
             t.loss,
@@ -151,6 +152,16 @@ def run(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def warm_start(cfg: TrainConfig, out: Path, model_dir: Path) -> Path:
+    """The folder of the weights RL starts from: `sft.init` when it holds a model (the warm-up
+    then loads it), else the warm-up's `out/sft_model`; the model's own folder without a warm-up."""
+    if not (cfg.sft.enabled or cfg.sft.init):
+        return model_dir
+    if cfg.sft.init and (Path(cfg.sft.init) / "config.json").exists():
+        return Path(cfg.sft.init)
+    return out / "sft_model"
 
 
 def metrics_log(cfg: TrainConfig, out: Path) -> Any:

