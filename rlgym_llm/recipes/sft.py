@@ -131,22 +131,29 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
 
-    def success(model: Any, served: Path) -> float | None:  # policy -> manager -> one held-out measure
-        if not seeds:
-            return None
-        # an engine in another program (vLLM) loads the weights from `served`, the folder of `model`
-        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, served, on=on, sync="restart")
-        try:
-            with held_out_manager(cfg, make_env, agent, policy) as manager:
-                return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
-        finally:
-            asyncio.run(policy.close())
+    # one engine measures both: it serves the base weights, then takes the warm-up's (a vLLM server
+    # syncs them as policy.sync says, adapters aside: the warm-up trains full weights; none starts
+    # when there is nothing to measure)
+    sync = "auto" if cfg.policy.sync == "lora" else None
+    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on, sync=sync) if seeds else None
 
-    before = success(model, folder)
-    model, info = warm_up(
-        cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress, on=on
-    )
-    after = success(model, out / "sft_model")
+    def success() -> float | None:  # manager -> one held-out measure
+        if policy is None:
+            return None
+        with held_out_manager(cfg, make_env, agent, policy) as manager:
+            return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
+
+    try:
+        before = success()
+        model, info = warm_up(
+            cfg, model, tokenizer, agent, make_env, out, force=True, report=report, progress=progress, on=on
+        )
+        if policy is not None:
+            policy.sync_weights(model)
+        after = success()
+    finally:
+        if policy is not None:
+            asyncio.run(policy.close())
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}
     result["held_out_tasks"] = len(seeds)
