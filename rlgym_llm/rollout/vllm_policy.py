@@ -9,12 +9,13 @@ server's logprobs with the trainer's:
 - **inplace** (full weights, the default): the weights go through a `WeightTransport` (shared memory
   here) and the server's workers load them into the running model (`vllm_worker.WeightSyncExtension`,
   called through vLLM's `/collective_rpc`), tied LM head included; the prefix cache is then reset.
-  About a second for SmolLM2-135M on CPU (`benchmarks/results/weight_sync.md`).
+  SmolLM2-135M on a 2-core CPU at load ~20: 6.2 s p50 against 141 s for a restart
+  (`benchmarks/results/weight_sync.md`).
 - **lora** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
   loaded at runtime under a new name (`/v1/load_lora_adapter`); requests switch to it. Milliseconds
   on the server; the base weights stay loaded.
 - **restart** (the fallback): the weights are saved and the server restarts on them, on the same
-  port (17-30 s on an idle 2-core CPU, 70-90 s loaded). `auto` falls back to it, once and for the
+  port (17-30 s on an idle 2-core CPU, 70-150 s loaded). `auto` falls back to it, once and for the
   rest of the run, when an in-place sync fails; `WeightSync.fallback` says why.
 
     with VLLMPolicy(build_tiny_model(), max_lora_rank=8) as policy:

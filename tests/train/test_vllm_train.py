@@ -1,0 +1,38 @@
+"""`rlgym sft` and `rlgym train` with a vLLM server: the server serves the warm-up's weights.
+
+The SFT warm-up's held-out success is measured on a vLLM server that first serves the base model,
+then takes the warm-up's weights in place. A training run started from those weights (`sft.init`)
+starts its server on them: its held-out measure before RL (greedy) is the warm-up's, not the base
+model's. Then one RL step syncs the update in place.
+"""
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from rlgym_llm.cli.main import main
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+COMMON = ["progress=false", "policy=vllm", "trainer.threads=2", "trainer.eval_tasks=24", "trainer.save_every=0"]
+
+
+@pytest.mark.timeout(1800)
+def test_vllm_runs_serve_the_warm_up_weights(vllm_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLGYM_VLLM_PYTHON", str(vllm_python))
+    sft_out = tmp_path / "sft"
+    assert main(["sft", f"out_dir={sft_out}", *COMMON]) == 0  # the main job's warm-up (configs/train.yaml)
+    sft = json.loads((sft_out / "sft_summary.json").read_text())
+    # measured on the server before and after it took the warm-up's weights
+    assert sft["success_after"] - sft["success_before"] >= 0.2, sft
+
+    out = tmp_path / "train"
+    overrides = [f"out_dir={out}", f"sft.init={sft_out / 'sft_model'}", "trainer.steps=1", "trainer.tasks_per_step=2"]
+    assert main(["train", *overrides, "trainer.group_size=4", *COMMON]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    # the same greedy measure on the same weights and tasks (one task's worth of slack)
+    assert summary["before"]["success"] == pytest.approx(sft["success_after"], abs=1 / 24 + 1e-9), (summary, sft)
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(records) == 1 and records[0]["time_sync_s"] < 30  # in place, not a restart (70-90 s loaded)
