@@ -19,6 +19,7 @@ for ours: building the padded batch + `PolicyTrainer.update`); tokens = prompt +
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import tempfile
 import time
@@ -159,9 +160,108 @@ def run_ours(model_dir: str, prompts: list[str], steps: int, warmup: int) -> lis
     return records[warmup:]
 
 
+def run_loop(
+    model_dir: str, prompts: list[str], steps: int, warmup: int, off_policy_steps: int
+) -> list[dict[str, Any]]:
+    """Ours through the product's loop (`rlgym_llm.train.loop.train`): a one-turn env per prompt, the
+    rollout manager, GRPO credit, one update per batch; `off_policy_steps=1` samples each batch
+    while the previous update runs (and recomputes pi_old, as that setting requires)."""
+    import torch
+
+    from rlgym_agents.tool_calling import ToolCallingAgent
+    from rlgym_llm.core.env import Env, Step, Task
+    from rlgym_llm.rollout.hf_policy import TransformersPolicy
+    from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager
+    from rlgym_llm.rollout.policy import SamplingParams, SeededPolicy
+    from rlgym_llm.train.config import TrainerConfig
+    from rlgym_llm.train.credit_inputs import CreditAssigner
+    from rlgym_llm.train.loop import RunParts, train
+    from rlgym_llm.train.metrics import MetricsLog
+    from rlgym_llm.train.trainer import LossConfig, OptimConfig, PolicyTrainer
+
+    class PromptEnv(Env):
+        """One turn: a prompt of the set (drawn by the reset seed), rewarded by `reward_of`."""
+
+        tools = ()
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.reward = 0.0
+
+        def sample_task(self, options: Any) -> Task:
+            i = int(self.np_random.integers(len(prompts)))
+            return Task(id=f"prompt-{i}", prompt=prompts[i], answer="")
+
+        def opening(self, task: Task) -> Any:
+            return [{"role": "user", "content": task.prompt}]
+
+        def new_episode(self, task: Task) -> None:
+            self.reward = 0.0
+
+        def respond(self, turn: Any) -> Step:
+            self.reward = reward_of(turn.content)
+            return Step([], reward=self.reward, terminated=True)
+
+        def outcome(self) -> dict[str, Any]:
+            return {"reward": self.reward}
+
+    torch.manual_seed(0)
+    policy = TransformersPolicy.from_pretrained(model_dir, max_batch_size=BATCH)
+    model, tokenizer = policy.model, policy.tokenizer
+    engine = policy.detached() if off_policy_steps else policy
+    config = RolloutConfig(
+        group_size=GROUP,
+        max_turns=1,
+        max_context=2048,
+        sampling=SamplingParams(max_tokens=MAX_NEW, temperature=1.0),
+        token_check="off",
+        env_in_thread=False,
+    )
+    manager = RolloutManager(PromptEnv, ToolCallingAgent(tokenizer), SeededPolicy(engine, 0), config)
+    trainer = PolicyTrainer(
+        model,
+        loss=LossConfig(
+            clip_low=0.2, clip_high=0.2, agg="token-mean", kl_coef=0.0, recompute_old_logp=off_policy_steps > 0
+        ),
+        optim=OptimConfig(lr=1e-6, max_grad_norm=1.0, schedule="linear", total_steps=warmup + steps),
+        micro_batch_size=BATCH,
+    )
+    run = RunParts(manager, trainer, engine, CreditAssigner("grpo", {}), pad_id=policy.pad_id)
+    cfg = TrainerConfig(
+        steps=warmup + steps,
+        tasks_per_step=BATCH // GROUP,
+        group_size=GROUP,
+        micro_batch_size=BATCH,
+        filter_zero_variance=False,
+        eval_tasks=0,
+        save_every=0,
+        off_policy_steps=off_policy_steps,
+    )
+    marks: list[tuple[float, float, dict[str, Any]]] = [(time.perf_counter(), time.process_time(), {})]
+    out = tempfile.mkdtemp(prefix="loop-bench-")
+    on_step = lambda r: marks.append((time.perf_counter(), time.process_time(), r))  # noqa: E731
+    train(run, cfg, out, resume=False, on_step=on_step, log=MetricsLog(out, tensorboard=False))
+    records = []
+    for (t_prev, c_prev, _), (t, c, r) in itertools.pairwise(marks):
+        tokens = round(r["rollout_tokens_per_s"] * r["time_rollout_s"])
+        records.append(
+            {
+                "gen_s": r["time_rollout_s"],
+                "gen_wait_s": r["time_rollout_wait_s"],
+                "update_s": r["time_update_s"],
+                "wall_s": t - t_prev,
+                "cpu_s": c - c_prev,
+                "completion_tokens": tokens,
+                "staleness": r["staleness"],
+                "sequences": r["trajectories"],
+            }
+        )
+    return records[warmup:]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("system", choices=("ours", "trl"))
+    ap.add_argument("system", choices=("ours", "trl", "loop", "loop-overlap"))
     ap.add_argument("model_dir")
     ap.add_argument("prompts", help="a JSON list of user prompts")
     ap.add_argument("--steps", type=int, default=10, help="timed optimizer steps")
@@ -173,8 +273,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     with open(args.prompts, encoding="utf-8") as f:
         prompts = json.load(f)
-    run = run_trl if args.system == "trl" else run_ours
-    records = run(args.model_dir, prompts, args.steps, args.warmup)
+    if args.system in ("loop", "loop-overlap"):
+        records = run_loop(args.model_dir, prompts, args.steps, args.warmup, int(args.system == "loop-overlap"))
+    else:
+        run = run_trl if args.system == "trl" else run_ours
+        records = run(args.model_dir, prompts, args.steps, args.warmup)
     # A marked line: trainers may print their own summaries to stdout.
     print("RESULT " + json.dumps({"system": args.system, "steps": records}), flush=True)
 

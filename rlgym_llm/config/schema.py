@@ -357,6 +357,11 @@ def train_rules(cfg: TrainConfig) -> list[str]:
         p.append(
             f"`policy.sync={cfg.policy.sync}` applies to policy=vllm only; policy={cfg.policy.backend} syncs in process"
         )
+    if cfg.trainer.off_policy_steps and cfg.policy.backend != "hf":
+        p.append(
+            f"`trainer.off_policy_steps={cfg.trainer.off_policy_steps}` samples from a snapshot of the weights "
+            "while the trainer updates; only policy=hf supports it so far: use policy=hf, or trainer.off_policy_steps=0"
+        )
     if cfg.sft.enabled and not cfg.env.oracle and not cfg.sft.init:
         p.append(f"SFT warm-up needs an oracle for {cfg.env.id}: set env.oracle=module:Class, or sft.enabled=false")
     return p

@@ -45,6 +45,7 @@ def run(
     """
     import torch
 
+    from rlgym_llm.rollout.hf_policy import TransformersPolicy
     from rlgym_llm.train import checkpoint
     from rlgym_llm.train.credit_inputs import CreditAssigner
     from rlgym_llm.train.loop import RunParts, train
@@ -78,11 +79,14 @@ def run(
     # server starts on the warm-up's weights, not the base model's
     lora_rank = t.lora.r if t.lora.enabled else None
     policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+    # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
+    # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
+    engine = policy.detached() if t.off_policy_steps and isinstance(policy, TransformersPolicy) else policy
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
-        rollouts = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed * 1_000_003), settings)
+        rollouts = RolloutManager(make_env, agent, SeededPolicy(engine, cfg.seed * 1_000_003), settings)
         rollouts.env_id = cfg.env.id
         held_out = held_out_manager(cfg, make_env, agent, policy)
         managers += [rollouts, held_out]
@@ -94,7 +98,8 @@ def run(
         loss = dataclasses.replace(
             t.loss,
             # an engine in another program samples with weights the trainer cannot see: recompute pi_old
-            recompute_old_logp=t.loss.recompute_old_logp or cfg.policy.backend != "hf",
+            # so do rollouts sampled ahead: pi_old is the current policy, the behaviour enters the IS weight
+            recompute_old_logp=t.loss.recompute_old_logp or cfg.policy.backend != "hf" or t.off_policy_steps > 0,
             norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * cfg.env.max_turns),
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
@@ -117,7 +122,7 @@ def run(
         run_parts = RunParts(
             rollouts,
             trainer,
-            policy,
+            engine,
             credit,
             pad_id=tokenizer.pad_token_id or 0,
             eval_rollouts=held_out,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,10 +96,23 @@ class TransformersPolicy:
 
     def sync_weights(self, model: Any) -> None:
         """Sample with `model`'s weights: shared with the trainer (the same object), the update is
-        already live and only eval mode is restored; another model's weights are copied in."""
-        if model is not self.model:
+        already live and only eval mode is restored; another model's weights, or a state dict (a
+        snapshot of the trainer's, as `trainer.off_policy_steps` hands over), are copied in."""
+        if isinstance(model, Mapping):
+            self.model.load_state_dict(model)
+        elif model is not self.model:
             self.model.load_state_dict(model.state_dict())
         self.model.eval()
+
+    def detached(self) -> TransformersPolicy:
+        """The same engine over a copy of the weights: it samples while the trainer updates the original."""
+        import copy
+
+        own = copy.deepcopy(self.model).eval()
+        own.requires_grad_(False)
+        return TransformersPolicy(
+            own, self.tokenizer, self.max_batch_size, self.batch_wait_s, self.max_context, self.compute
+        )
 
     async def close(self) -> None:
         """Nothing to release: the model lives in this process (the batching task ends by itself)."""

@@ -94,7 +94,8 @@ class TrainablePolicy(Policy, Protocol):
     """
 
     def sync_weights(self, model: Any) -> Any:
-        """Sample with `model`'s current weights from the next request on (between rollouts)."""
+        """Sample with `model`'s current weights from the next request on (between rollouts).
+        `TransformersPolicy` also takes a state dict: the snapshot an engine sampling ahead loads."""
         ...
 
     async def close(self) -> None:

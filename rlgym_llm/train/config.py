@@ -144,6 +144,13 @@ class TrainerConfig:
         micro_batch_size: trajectories per forward/backward pass (gradients accumulate).
         filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add no
             gradient but dilute token-mean losses).
+        off_policy_steps: how far rollout generation may run ahead of the update. 0: synchronous
+            (collect, then update, then sync). 1: the rollouts of step t+1 are generated in a
+            background thread while step t updates, from a snapshot of the weights taken before
+            that update; k: at most k updates behind. Every trajectory is tagged with the weights
+            version that generated it (the metrics' `staleness`); its logprobs are the behaviour
+            policy of the truncated importance weight (`loss.recompute_old_logp` is turned on).
+            Needs an engine with weights of its own (policy=hf gets a copy of the model).
         max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
             tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
             many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
@@ -174,6 +181,7 @@ class TrainerConfig:
     group_size: int = 8
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
+    off_policy_steps: int = 0
     max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
@@ -196,7 +204,11 @@ class TrainerConfig:
         ]
         if self.group_size < 2:
             p.append(f"group_size={self.group_size}: group-relative credit needs >= 2 samples per task (e.g. 8)")
-        p += [f"{k} must be >= 0" for k in ("eval_tasks", "save_every", "eval_temperature") if getattr(self, k) < 0]
+        p += [
+            f"{k} must be >= 0"
+            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps")
+            if getattr(self, k) < 0
+        ]
         if self.eval_every < 0:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
         if not 0 <= self.max_failed_share <= 1:

@@ -17,9 +17,9 @@ as the uninterrupted run would.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter
 from rlgym_llm.train import checkpoint
+from rlgym_llm.train.collect import VERSION_KEY, Ahead, Synchronous, run_shown
 from rlgym_llm.train.config import TrainerConfig
 from rlgym_llm.train.credit_inputs import CreditAssigner
 from rlgym_llm.train.metrics import MetricsLog
@@ -108,7 +109,7 @@ def evaluate(
     """
     if isinstance(manager.policy, SeededPolicy):
         manager.policy.calls = 0  # the same sampling seeds before and after training
-    trajs = _run_shown(manager, list(seeds), progress, "held-out eval")
+    trajs = run_shown(manager, list(seeds), progress, "held-out eval")
     check_failures(trajs, max_failed_share, "held-out evaluation", "trainer.max_failed_share")
     ok = [t for t in trajs if not t.failed]
     return {
@@ -118,19 +119,9 @@ def evaluate(
     }
 
 
-def _run_shown(manager: RolloutManager, seeds: list[int], progress: ProgressReporter | None, what: str) -> list[Any]:
-    """`manager.run_sync(seeds)`, its episodes counted by a progress phase."""
-    if progress is None:
-        return manager.run_sync(seeds)
-    with progress.phase(what, len(seeds) * manager.config.group_size) as phase:
-        manager.on_episode = phase
-        try:
-            return manager.run_sync(seeds)
-        finally:
-            manager.on_episode = None
-
-
-def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
+def step_once(
+    run: RunParts, cfg: TrainerConfig, step: int, source: Synchronous | Ahead | None = None
+) -> dict[str, Any]:
     """One training step; returns its metrics record.
 
     With `filter_zero_variance`, groups whose advantages are all 0 are dropped, and while fewer than
@@ -138,14 +129,18 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     refill the batch (DAPO's dynamic sampling). The success, reward and credit statistics of the
     record describe the first draw (an unbiased sample of the policy's tasks); `draws` and
     `refill_groups` count the refill.
+
+    Args:
+        source: where the rollouts come from (default `Synchronous`: sampled now, then the update,
+            then the weight sync); an `Ahead` samples the next steps' rollouts during the update.
     """
+    source = source or Synchronous(run)
     # 1. collect: G samples per task, identical seeds within a group
-    t0, c0 = time.perf_counter(), time.process_time()
-    seeds = task_seeds(run.train_seed_start, cfg.tasks_per_step, step)
-    trajs = _run_shown(run.rollouts, seeds, run.progress, f"RL step {step + 1} rollouts")
+    first, waited = source.first(step, task_seeds(run.train_seed_start, cfg.tasks_per_step, step))
+    trajs = first.trajectories
     check_failures(trajs, cfg.max_failed_share, f"RL step {step + 1}", "trainer.max_failed_share")
-    tokens, failures = run.rollouts.stats.completion_tokens, Counter(run.rollouts.stats.failures)
-    t1, c1 = time.perf_counter(), time.process_time()
+    tokens, failures = first.tokens, first.failures
+    t1 = time.perf_counter()
 
     # 2. assign credit: per-step inputs (IGPO, SPA), per-turn advantages, broadcast to completion tokens
     credit = run.credit(trajs)
@@ -155,14 +150,14 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
     kept = _kept_groups(trajs, keep)
     draws, refill_groups, drawn, t_refill = 1, 0, len(trajs), 0.0
     while cfg.filter_zero_variance and kept < cfg.tasks_per_step and draws < cfg.max_draws:
-        r0 = time.perf_counter()
         missing = cfg.tasks_per_step - kept
-        extra = run.rollouts.run_sync(
-            refill_seeds(run.train_seed_start, cfg.tasks_per_step, cfg.max_draws, step, draws, missing)
+        refill = source.refill(
+            step, refill_seeds(run.train_seed_start, cfg.tasks_per_step, cfg.max_draws, step, draws, missing)
         )
-        tokens += run.rollouts.stats.completion_tokens
-        failures.update(run.rollouts.stats.failures)
-        t_refill += time.perf_counter() - r0
+        extra = refill.trajectories
+        tokens += refill.tokens
+        failures.update(refill.failures)
+        t_refill += refill.wall_s
         draws += 1
         drawn += len(extra)
         more, more_adv, more_keep = _select(extra, run.credit(extra), True)
@@ -171,19 +166,23 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         kept += new
         chosen += more
         token_adv += more_adv
-    t2, c2 = time.perf_counter(), time.process_time()
+    t2 = time.perf_counter()
 
-    # 3. update: one optimizer step over the kept trajectories (micro-batched)
+    # 3. update: one optimizer step over the kept trajectories (micro-batched); with `Ahead`, the
+    # next steps' rollouts start first, from a snapshot of the weights before this update
+    source.before_update(step)
+    t_ahead = time.perf_counter() - t2
+    t2, c2 = t2 + t_ahead, time.process_time()
     update: dict[str, float] = {}
     if chosen:
         update = run.trainer.update(TrainBatch.from_trajectories(chosen, token_adv, run.pad_id))
     t3, c3 = time.perf_counter(), time.process_time()
 
-    # 4. sync: the engine samples the next batch from the new weights
-    if chosen:
-        run.policy.sync_weights(run.trainer.model)
+    # 4. sync: the engine samples the next batch from the new weights (with `Ahead`: the next snapshot)
+    source.after_update(bool(chosen))
     t4 = time.perf_counter()
 
+    lags = [step - t.metadata.get(VERSION_KEY, step) for t in chosen] or [step - first.version]
     s = credit.stats
     ok = [t for t in trajs if not t.failed]
     record: dict[str, Any] = {
@@ -212,14 +211,24 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int) -> dict[str, Any]:
         "lr": update.get("lr", 0.0),
         "skipped_update": not chosen,
         "skip_reason": _skip_reason(usable, credit.keep) if not chosen else None,
-        "rollout_tokens_per_s": tokens / max(t1 - t0 + t_refill, 1e-9),
+        # off-policy lag of the trained trajectories: loop steps between the weights that sampled
+        # them and the weights this update starts from (0 when synchronous; <= trainer.off_policy_steps)
+        "staleness": float(np.mean(lags)),
+        "staleness_max": int(max(lags)),
+        # mean truncated importance weight min(pi_old / pi_behaviour, is_cap) (1.0 without recompute_old_logp)
+        "is_weight": update.get("is_weight", 1.0),
+        "rollout_tokens_per_s": tokens / max(first.wall_s + t_refill, 1e-9),
         "update_tokens_per_s": update.get("tokens", 0.0) / max(t3 - t2, 1e-9),
-        "time_rollout_s": t1 - t0 + t_refill,
-        "time_credit_s": t2 - t1 - t_refill,
+        "time_rollout_s": first.wall_s + t_refill,
+        # how long the step waited for its first draw: time_rollout_s when synchronous, less when sampled ahead
+        "time_rollout_wait_s": waited,
+        "time_credit_s": t2 - t1 - t_refill - t_ahead,
         "time_update_s": t3 - t2,
-        "time_sync_s": t4 - t3,
+        # handing the weights to the engine: the sync after the update, or the snapshot before it
+        "time_sync_s": t4 - t3 + t_ahead,
         # CPU seconds of this process: unlike wall time, they do not grow when other programs compete
-        "cpu_rollout_s": c1 - c0,
+        # (sampled ahead, the rollout's span also holds the concurrent update's)
+        "cpu_rollout_s": first.cpu_s,
         "cpu_update_s": c3 - c2,
     }
     for kind, count in failures.items():
@@ -314,10 +323,15 @@ def train(
         state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     start_wall = time.perf_counter()
     done = state["step"]
-    with run.progress.phase("RL steps", cfg.steps) as steps_phase:
+    source: Synchronous | Ahead = Synchronous(run)
+    if cfg.off_policy_steps:
+        seeds_of = functools.partial(task_seeds, run.train_seed_start, cfg.tasks_per_step)
+        source = Ahead(run, cfg.off_policy_steps, cfg.steps, seeds_of)
+    source.restore(state.get("torch_extra", {}).get("ahead", {}))
+    with source, run.progress.phase("RL steps", cfg.steps) as steps_phase:
         steps_phase.done = done  # a resumed run starts at its checkpoint's step
         for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
-            record = step_once(run, cfg, step)
+            record = step_once(run, cfg, step, source)
             done = step + 1
             if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
                 held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
@@ -327,6 +341,9 @@ def train(
             if on_step is not None:
                 on_step(record)
             if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
+                # the batches sampled ahead are saved with it (their sampling seeds are spent): a
+                # resumed run trains on them as the uninterrupted run does
+                ahead = source.settle()
                 checkpoint.save(
                     ckpt_dir,
                     done,
@@ -335,7 +352,7 @@ def train(
                     trainer.scheduler,
                     extra={"before": state["before"], "sampling_calls": seeded.calls if seeded else 0},
                     keep=cfg.keep_checkpoints,
-                    torch_extra={"credit": run.credit.state_dict()},
+                    torch_extra={"credit": run.credit.state_dict(), **({"ahead": ahead} if ahead else {})},
                 )
             if stop_after is not None and done_here >= stop_after:
                 break

@@ -1,6 +1,7 @@
 """Kill-and-resume: `rlgym train` killed (SIGKILL) after a checkpoint and continued with
 `resume=<its folder>` gives the same metrics and the same final weights as an uninterrupted run
-(slow tier)."""
+(slow tier), synchronous and with rollouts sampled ahead (`trainer.off_policy_steps=1`: the
+smoke run of that setting through the CLI)."""
 
 import json
 import os
@@ -43,6 +44,10 @@ def _command(out: Path, *more: str) -> list[str]:
     return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS, *more]
 
 
+def _raw(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
 def _metrics(out: Path) -> list[dict]:
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return [{k: v for k, v in r.items() if not k.startswith(TIMING) and not k.endswith(TIMING)} for r in rows]
@@ -52,12 +57,16 @@ def _weights(out: Path, step: int) -> dict:
     return torch.load(out / "checkpoints" / f"step_{step:06d}" / "trainer.pt", weights_only=False)["model"]
 
 
-def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("overlap", [0, 1], ids=["synchronous", "off_policy_steps=1"])
+def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir, overlap):
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    subprocess.run(_command(straight), check=True, env=env, capture_output=True, timeout=600)
+    setting = f"trainer.off_policy_steps={overlap}"
+    subprocess.run(_command(straight, setting), check=True, env=env, capture_output=True, timeout=600)
+    # sampled ahead, step s trains on the rollouts of the weights before step s - 1's update
+    assert [r["staleness_max"] for r in _raw(straight)] == ([0, 1, 1, 1] if overlap else [0, 0, 0, 0])
 
-    proc = subprocess.Popen(_command(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(_command(killed, setting), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker = killed / "checkpoints" / "step_000002" / "state.json"
     deadline = time.monotonic() + 600
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -68,9 +77,11 @@ def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir):
     assert not (killed / "checkpoints" / "step_000004").exists()
 
     # the same command again is refused: a new run never reuses a folder
-    again = subprocess.run(_command(killed), env=env, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(_command(killed, setting), env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 2 and f"pass resume={killed}" in again.stderr
-    resumed = subprocess.run(_command(killed, f"resume={killed}"), env=env, capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        _command(killed, setting, f"resume={killed}"), env=env, capture_output=True, text=True, timeout=600
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from" in resumed.stderr and "step_000002" in resumed.stderr
 
