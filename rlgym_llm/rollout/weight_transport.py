@@ -16,6 +16,7 @@ host memory.
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 import uuid
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from rlgym_llm.rollout.vllm_worker import ALIGN, DTYPES
+
+_PREFIX = "rlgym-weights-"
 
 
 @runtime_checkable
@@ -90,6 +93,7 @@ class SharedMemoryTransport:
 
     def close(self) -> None:
         """Remove the file (a server still mapping it keeps the memory until it unmaps)."""
+        atexit.unregister(self.close)
         self._data, self._size = None, 0
         if self.path is not None:
             self.path.unlink(missing_ok=True)
@@ -104,7 +108,8 @@ class SharedMemoryTransport:
         if self._data is not None and size <= self._size:
             return self._data
         self.close()
-        path = self.directory / f"rlgym-weights-{os.getpid()}-{uuid.uuid4().hex[:8]}.bin"
+        _remove_orphans(self.directory)
+        path = self.directory / f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.bin"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             # Reserve the memory now: a full tmpfs then fails here (ENOSPC), not with a SIGBUS at the copy.
@@ -118,7 +123,23 @@ class SharedMemoryTransport:
             os.close(fd)
         self.path, self._size = path, size
         self._data = torch.frombuffer(mapped, dtype=torch.uint8)
+        atexit.register(self.close)
         return self._data
+
+
+def _remove_orphans(directory: Path) -> None:
+    """Remove weights files left by processes that are gone (killed before `close()`): a tmpfs
+    keeps them, and their memory, until reboot."""
+    for path in directory.glob(f"{_PREFIX}*.bin"):
+        pid = path.name.removeprefix(_PREFIX).split("-")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except PermissionError:
+            pass  # alive, another user's
 
 
 def full_weights(model: Any) -> tuple[list[tuple[str, Any]], dict[str, str]]:

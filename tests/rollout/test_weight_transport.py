@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +62,17 @@ def test_the_file_is_reused_while_the_weights_fit_and_removed_on_close(transport
     assert torch.equal(next(vllm_worker.receive(bigger))[1], torch.ones(1000))
     transport.close()
     assert not Path(bigger["path"]).exists()
+
+
+def test_files_of_processes_that_are_gone_are_removed(transport, tmp_path):
+    import subprocess
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"rlgym-weights-{gone.stdout.strip()}-abcd1234.bin"
+    alive = tmp_path / f"rlgym-weights-{os.getpid()}-abcd1234.bin"
+    orphan.write_bytes(b"x"), alive.write_bytes(b"x")
+    transport.send([("w", torch.ones(2))], {})
+    assert not orphan.exists() and alive.exists()
 
 
 def test_bad_handles_and_dtypes_are_refused(transport):
