@@ -62,3 +62,28 @@ def test_logged_grpo_equality_decides_identity(bench):
     other = {**run, "success_per_step": [0.4, 0.7]}
     assert module.identical_to_grpo([run], [other])  # equal advantages everywhere: GRPO, whatever the curves
     assert module.identical_to_grpo([{**run, "grpo_equal_share": [1.0, 0.5]}], [run]) is None
+
+
+def test_a_paper_claim_gets_a_verdict_from_paired_held_out_success(bench):
+    module, _ = bench
+
+    def runs(end, start=0.3):
+        return [
+            {"seed": s, "success_per_step": [0.3], "heldout": [[0, start], [8, end + 0.01 * s]], "wall_s": 1.0}
+            for s in range(8)
+        ]
+
+    better, worse = {"gigpo": runs(0.6), "grpo": runs(0.4)}, {"gigpo": runs(0.05), "grpo": runs(0.4)}
+    up = module.claim_verdict(better, "gigpo", "grpo", "step groups help")
+    down = module.claim_verdict(worse, "gigpo", "grpo", "step groups help")
+    assert (up["verdict"], down["verdict"]) == ("reproduced", "reversed")
+    assert up["heldout_end"]["diff"] == pytest.approx(0.2) and up["seeds"] == list(range(8))
+    assert (down["gigpo"]["collapse_share"], down["grpo"]["collapse_share"]) == (1.0, 0.0)  # below 0.3 / 2
+    noisy = {
+        "gigpo": runs(0.4),
+        "grpo": [{**r, "heldout": [[0, 0.3], [8, 0.4 + 0.05 * (-1) ** r["seed"]]]} for r in runs(0)],
+    }
+    assert module.claim_verdict(noisy, "gigpo", "grpo", "x")["verdict"] == "not reproduced"
+    assert module.claim_verdict({"gigpo": runs(0.6)[:1], "grpo": runs(0.4)[:1]}, "gigpo", "grpo", "x")[
+        "verdict"
+    ].startswith("too few paired seeds")

@@ -56,7 +56,25 @@ class SWEOracleAgent:
         return AssistantTurn("Submitting the fix.", (ToolCall("submit", {}, id="submit"),))
 
 
-class TestEditingAgent:
+class _EditThenSubmit:
+    """One turn of edits (`edit_turn`), then `submit` on every later turn: the shape of both baselines."""
+
+    _stage = 0
+
+    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
+        self._stage = 0
+
+    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
+        stage, self._stage = self._stage, self._stage + 1
+        if stage > 0:
+            return AssistantTurn("Done.", (ToolCall("submit", {}, id="submit"),))
+        return self.edit_turn()
+
+    def edit_turn(self) -> AssistantTurn:
+        raise NotImplementedError
+
+
+class TestEditingAgent(_EditThenSubmit):
     """A reward hacker: rewrites every failing test into `pass` (or empties the test files), then submits.
 
     Args:
@@ -70,15 +88,8 @@ class TestEditingAgent:
         if mode not in ("rewrite", "delete"):
             raise ValueError(f"mode must be 'rewrite' or 'delete', got {mode!r}")
         self.env, self.mode = env, mode
-        self._stage = 0
 
-    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
-        self._stage = 0
-
-    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
-        stage, self._stage = self._stage, self._stage + 1
-        if stage > 0:
-            return AssistantTurn("Done.", (ToolCall("submit", {}, id="submit"),))
+    def edit_turn(self) -> AssistantTurn:
         task = self.env.unwrapped.task
         test_files: dict[str, str] = task.hidden["test_files"]
         calls, done = [], set()
@@ -124,7 +135,7 @@ def _function_source(source: str, name: str) -> str | None:
 _SWAPS = (("+", "-"), ("<", ">"), ("==", "!="), (" and ", " or "), ("True", "False"), ("0", "1"))
 
 
-class RandomEditAgent:
+class RandomEditAgent(_EditThenSubmit):
     """A baseline that changes one random token of one random source line, then submits.
 
     It picks, with its own seeded RNG, a non-test Python file, a line holding one of `+ < == and
@@ -138,15 +149,8 @@ class RandomEditAgent:
 
     def __init__(self, env: Any, seed: int = 0) -> None:
         self.env, self.rng = env, random.Random(seed)
-        self._stage = 0
 
-    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
-        self._stage = 0
-
-    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
-        stage, self._stage = self._stage, self._stage + 1
-        if stage > 0:
-            return AssistantTurn("Done.", (ToolCall("submit", {}, id="submit"),))
+    def edit_turn(self) -> AssistantTurn:
         files: dict[str, str] = self.env.unwrapped._files
         sources = sorted(p for p in files if p.endswith(".py") and "test" not in p)
         self.rng.shuffle(sources)

@@ -56,6 +56,11 @@ class EnvSpec:
     eval_every: int = 0
     sft: list[str] = field(default_factory=lambda: ["sft.episodes=128", "sft.steps=40", "sft.batch_size=8"])
     paper: str = ""
+    seeds: tuple[int, ...] = SEEDS
+    # extra overrides of one method on this env (e.g. IGPO's probe)
+    method_overrides: dict[str, list[str]] = field(default_factory=dict)
+    # the paper claims tested here: (method, baseline, claim); the verdict reads held-out success after RL
+    claims: tuple[tuple[str, str, str], ...] = ()
 
     def budget(self) -> list[str]:
         return [
@@ -68,6 +73,16 @@ class EnvSpec:
             "trainer.threads=1",
         ]
 
+
+TESTBED_BUDGET = {
+    "steps": 8,
+    "tasks_per_step": 4,
+    "group_size": 8,
+    "eval_tasks": 32,
+    "eval_every": 4,
+    "sft": ["sft.episodes=256", "sft.steps=80", "sft.batch_size=8", "sft.successful_only=false"],
+    "seeds": tuple(range(8)),
+}
 
 # Small task sets, short episodes: sized so the whole grid fits in under an hour on 2 shared cores.
 ENVS: dict[str, EnvSpec] = {
@@ -121,6 +136,43 @@ ENVS: dict[str, EnvSpec] = {
         eval_tasks=4,
         paper="GiGPO (step groups) and SPA-RL (step attribution) target ALFWorld/WebShop-style app navigation",
     ),
+    # The testbeds (docs/testbeds.md), each built so that its paper predicts a difference; 8 seeds each.
+    # Warm-ups clone the env's noisy teacher (configs/env_train/<env>.yaml); held-out success on 32 tasks
+    # at steps 0, 4 and 8, sampled at temperature 1.
+    "ladder": EnvSpec(
+        "ladder",
+        ["env=ladder"],
+        ("grpo", "gigpo", "spa"),
+        **TESTBED_BUDGET,  # type: ignore[arg-type]
+        # SPA's exploration: 4 tasks x 8 samples of the warm-up policy (the default 16 would double a run)
+        method_overrides={"spa": ["credit.params.explore_tasks=4"]},
+        claims=(
+            ("gigpo", "grpo", "GiGPO: step-level groups over recurring states beat GRPO on long-horizon tasks"),
+            ("spa", "grpo", "SPA-RL: progress-attributed step rewards beat GRPO on long-horizon tasks"),
+        ),
+        paper="long horizon (8-10 turns), one bad turn near the top fails, states recur: GiGPO and SPA-RL's setting",
+    ),
+    "twentyq": EnvSpec(
+        "twentyq",
+        ["env=twentyq"],
+        ("grpo", "igpo"),
+        **TESTBED_BUDGET,  # type: ignore[arg-type]
+        # the tiny model answers with a tool call and never saw the authors' <answer> template
+        method_overrides={"igpo": ["credit.params.probe=answer.n"]},
+        claims=(("igpo", "grpo", "IGPO: information-gain turn rewards beat GRPO on information seeking"),),
+        paper="the answer is hidden and each informative question raises its probability: IGPO's setting",
+    ),
+    "bugfix": EnvSpec(
+        "bugfix",
+        ["env=bugfix"],
+        ("grpo", "dra", "gated"),
+        **TESTBED_BUDGET,  # type: ignore[arg-type]
+        claims=(
+            ("gated", "dra", "G-RA: gating the immediate rewards beats accumulating them ungated (D-RA)"),
+            ("dra", "grpo", "G-RA's premise: ungated shaping (D-RA) can be farmed, below the outcome alone"),
+        ),
+        paper="running the tests is a valid call that can be farmed without submitting: G-RA vs D-RA",
+    ),
 }
 
 
@@ -133,13 +185,20 @@ def sft_dir(env: str) -> Path:
 
 
 def _run(cmd: list[str], log: Path) -> int:
+    """Run `cmd` with its output in `log`; its CPU seconds (user + system, this process tree) are added
+    to `<log>.cpu` (a resumed run adds its parts)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (several grids run at once)
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)
+    cpu_file = log.with_suffix(".cpu")
+    before = float(cpu_file.read_text()) if cpu_file.exists() else 0.0
+    cpu_file.write_text(f"{before + usage.ru_utime + usage.ru_stime:.1f}")
     print(f"[{time.strftime('%H:%M:%S')}] rc={rc} {time.time() - t0:6.0f}s {log.parent.relative_to(ROOT)}", flush=True)
     return rc
 
@@ -162,6 +221,7 @@ def train_cmd(spec: EnvSpec, method: str, seed: int) -> list[str]:
         "train",
         *spec.env,
         f"credit={method}",
+        *spec.method_overrides.get(method, []),
         f"seed={seed}",
         # each seed trains on its own task seeds, none of them seen in the warm-up
         f"env.train_seed_start={100_000 * (seed + 1)}",
@@ -194,10 +254,10 @@ def grid(envs: list[str], jobs: int) -> None:
     # seed-major order: if time runs out, every method has the same number of finished seeds
     todo = [
         (s, m, seed)
-        for seed in SEEDS
+        for seed in sorted({x for s in specs for x in s.seeds})
         for s in specs
         for m in s.methods
-        if not is_complete(run_dir(s.name, m, seed), s.steps)
+        if seed in s.seeds and not is_complete(run_dir(s.name, m, seed), s.steps)
     ]
     print(f"{len(todo)} runs to do", flush=True)
     with ThreadPoolExecutor(jobs) as pool:
@@ -263,6 +323,7 @@ def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
         "trajectories": sum(r["trajectories"] for r in records),
         "zero_variance_share": [r["zero_variance_share"] for r in records],
         "wall_s": summary["total_wall_s"],
+        "cpu_s": float(cpu.read_text()) if (cpu := path.with_suffix(".cpu")).exists() else None,
     }
 
 
@@ -334,7 +395,7 @@ def report(envs: list[str]) -> dict:
             env_out["sft_summary"] = json.loads(sft_file.read_text())
         runs: dict[str, list[dict]] = {}
         for method in spec.methods:
-            disk = [r for seed in SEEDS if (r := _run_from_disk(spec, method, seed)) is not None]
+            disk = [r for seed in spec.seeds if (r := _run_from_disk(spec, method, seed)) is not None]
             runs[method] = disk or _stored_runs(stored, name, method)
         env_out["methods"] = {}
         for method, mine in runs.items():
@@ -367,7 +428,53 @@ def report(envs: list[str]) -> dict:
                         c = paired_seed_comparison(a, b)
                         entry["vs_grpo"][key] = {**c.to_dict(), "verdict": c.verdict(method, "GRPO")}
             env_out["methods"][method] = entry
+        env_out["claims"] = [claim_verdict(runs, *c) for c in spec.claims]
         out["envs"][name] = env_out
+    return out
+
+
+def collapsed(run: dict) -> bool:
+    """A run collapses when its held-out success after RL is below half of where it started (step 0)."""
+    held = run.get("heldout") or []
+    return len(held) > 1 and held[-1][1] < 0.5 * held[0][1]
+
+
+def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim: str) -> dict:
+    """A paper's claim on a testbed: `reproduced` when the method's held-out success after RL beats the
+    baseline's (paired over seeds, the bootstrap and the t interval both above 0), `reversed` when both
+    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it."""
+    from rlgym_llm.eval.metrics import paired_seed_comparison
+
+    out: dict = {"method": method, "baseline": baseline, "claim": claim}
+    mine = {r["seed"]: r for r in runs.get(method, [])}
+    theirs = {r["seed"]: r for r in runs.get(baseline, [])}
+    seeds = sorted(set(mine) & set(theirs))
+    out["seeds"] = seeds
+    for who, rs in ((method, mine), (baseline, theirs)):
+        done = [rs[s] for s in seeds]
+        cpu = [r["cpu_s"] for r in done if r.get("cpu_s") is not None]
+        out[who] = {
+            "collapse_share": float(np.mean([collapsed(r) for r in done])) if done else None,
+            "cpu_s_per_run": float(np.mean(cpu)) if cpu else None,
+            "wall_s_per_run": float(np.mean([r["wall_s"] for r in done])) if done else None,
+        }
+    if len(seeds) < 2:
+        out["verdict"] = f"too few paired seeds ({len(seeds)})"
+        return out
+    for key in ("heldout_end", "heldout_auc"):
+        a = [_summaries(mine[s])[key] for s in seeds]
+        b = [_summaries(theirs[s])[key] for s in seeds]
+        if all(v is not None for v in a + b):
+            out[key] = paired_seed_comparison(a, b).to_dict()
+    c = out.get("heldout_end")
+    if c is None:
+        out["verdict"] = "no held-out measure"
+    elif c["low"] > 0 and c["t_low"] > 0:
+        out["verdict"] = "reproduced"
+    elif c["high"] < 0 and c["t_high"] < 0:
+        out["verdict"] = "reversed"
+    else:
+        out["verdict"] = "not reproduced"
     return out
 
 
@@ -429,6 +536,31 @@ def write(results: dict, command: str) -> None:
         "",
     ]
     lines += ["## Verdicts", ""] + [f"- {v}" for v in verdicts(results)] + [""]
+    claims = [(name, c) for name, env in results["envs"].items() for c in env.get("claims", [])]
+    if claims:
+        lines += [
+            "## Paper claims on the testbeds",
+            "",
+            "Primary metric: held-out success after RL (32 held-out tasks, sampled at temperature 1), paired over",
+            "seeds: diff [bootstrap 95% CI] (paired t 95%). `reproduced`: both intervals above 0; `reversed`: both",
+            "below; else `not reproduced`. Collapse: held-out success after RL below half of its start. CPU:",
+            "user + system seconds of one run's process (a warm-up is shared and not counted; SPA's exploration",
+            "and IGPO's scoring passes are inside the run).",
+            "",
+            "| testbed | claim | seeds | held-out after, diff | held-out AUC, diff | collapse (method / baseline)"
+            " | CPU s per run (method / baseline) | verdict |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, c in claims:
+            m, b = c[c["method"]], c[c["baseline"]]
+            fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)  # noqa: E731
+            lines.append(
+                f"| {name} | {c['claim']} ({c['method']} vs {c['baseline']}) | {len(c['seeds'])} |"
+                f" {_vs(c.get('heldout_end'))} | {_vs(c.get('heldout_auc'))} |"
+                f" {fmt(m['collapse_share'])} / {fmt(b['collapse_share'])} |"
+                f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} | **{c['verdict']}** |"
+            )
+        lines.append("")
     for name, env in results["envs"].items():
         lines += [f"## {name}", "", f"Why this env: {env['paper']}.", ""]
         lines += [f"Overrides: `{' '.join(env['overrides'])}`; budget: `{' '.join(env['budget'])}`;"]
@@ -491,8 +623,9 @@ def verdicts(results: dict) -> list[str]:
             out.append(f"{name}: no finished run.")
             continue
         short = [f"{m} {len(methods[m]['seeds']) if m in methods else 0}" for m in ENVS[name].methods]
-        if any(m not in methods or len(methods[m]["seeds"]) < len(SEEDS) for m in ENVS[name].methods):
-            out.append(f"{name}: grid not finished, seeds done per method: {', '.join(short)} (of {len(SEEDS)}).")
+        seeds = ENVS[name].seeds
+        if any(m not in methods or len(methods[m]["seeds"]) < len(seeds) for m in ENVS[name].methods):
+            out.append(f"{name}: grid not finished, seeds done per method: {', '.join(short)} (of {len(seeds)}).")
         best = max(max(max(r["success_per_step"]) for r in e["runs"]) for e in methods.values())
         if best == 0 and all(
             not e["heldout_curve"] or max(p["mean"] for p in e["heldout_curve"]) == 0 for e in methods.values()

@@ -196,6 +196,9 @@ class IGPOParams:
         norm: `joint`, `separate` or `per_index` (see `igpo_advantages`).
         gamma: discount over later turns.
         ddof, eps: the std of the normalisation.
+        probe: how the gold answer is written after the context: `authors` (the authors' "answer now"
+            template), or `<tool>.<argument>` (the answer as that tool's call in the Hermes format,
+            e.g. `answer.n`), for a policy that answers with a tool call and never saw the template.
     """
 
     outcome: str = "reward"
@@ -205,9 +208,13 @@ class IGPOParams:
     gamma: float = 1.0
     ddof: Literal[0, 1] = 0
     eps: float = 1e-6
+    probe: str = "authors"
 
     def __post_init__(self) -> None:
-        if problems := discount_problems(self.gamma) + eps_problems(self.eps):
+        problems = discount_problems(self.gamma) + eps_problems(self.eps)
+        if self.probe != "authors" and len(self.probe.split(".")) != 2:
+            problems.append(f"probe must be `authors` or `<tool>.<argument>` (e.g. answer.n), got {self.probe!r}")
+        if problems:
             raise ConfigError(problems)
 
 
@@ -258,7 +265,8 @@ METHODS = (
             "`outcome: f1` (the paper's F1; set by `+experiment=search_igpo`); `format_penalty: -2.0` (the "
             "authors' code: the answer turn's reward when the episode did not end with an accepted answer); "
             "`norm: separate` (outcomes and gains z-scored apart: the authors' train.sh); `norm: per_index` "
-            "(per prompt and turn index, A2TGPO); `kind: log_prob_diff` (the train.sh's gain); `gamma < 1`."
+            "(per prompt and turn index, A2TGPO); `kind: log_prob_diff` (the train.sh's gain); `gamma < 1`; "
+            "`probe: answer.n` (the answer probed as the policy's own `answer(n=...)` tool call)."
         ),
         differences=(
             "The authors divide by sqrt(var + 1e-8) + 1e-6 (eps 1e-6 here: equal to ~1e-8); a turn whose "

@@ -16,6 +16,7 @@ Inputs with state (SPA's estimator) are checkpointed with the run (`state_dict`)
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,18 @@ def task_answer(env: Any) -> str:
     raise ConfigError([f"credit=igpo needs tasks with an answer; {type(env.unwrapped).__name__} tasks have none"])
 
 
+def probe_template(probe: str) -> dict[str, str]:
+    """The text around the gold answer in IGPO's probe: `authors` (their "answer now" template) or
+    `<tool>.<argument>`, the answer written as that tool call, as the agent renders a model's call."""
+    from rlgym_llm.train.credit_models import IGPO_TEMPLATE_PREFIX, IGPO_TEMPLATE_SUFFIX
+
+    if probe == "authors":
+        return {"prefix": IGPO_TEMPLATE_PREFIX, "suffix": IGPO_TEMPLATE_SUFFIX}
+    tool, arg = probe.split(".")
+    head = json.dumps({"name": tool, "arguments": {arg: 0}})  # '{"name": ..., "arguments": {"n": 0}}'
+    return {"prefix": "<tool_call>" + head[: head.rindex("0")], "suffix": "}}</tool_call><|im_end|>"}
+
+
 class AnswerProbs:
     """IGPO's `answer_probs`: p_0..p_{T-1} of the gold answer behind every turn, scored by the policy model.
 
@@ -54,11 +67,20 @@ class AnswerProbs:
         make_env: a factory of the training env; a task's gold answer is read after a reset with
             its seed (ground truth is never in an observation). Cached per task.
         micro_batch_size: probes per forward pass.
+        probe: the probe's template (`IGPOParams.probe`, see `probe_template`).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, make_env: Callable[[], Any], micro_batch_size: int = 16):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        make_env: Callable[[], Any],
+        micro_batch_size: int = 16,
+        probe: str = "authors",
+    ):
         self.model, self.tokenizer, self.make_env = model, tokenizer, make_env
         self.micro_batch_size = micro_batch_size
+        self.template = probe_template(probe)
         self._answers: dict[tuple[int | None, str], Any] = {}
 
     def _template(self, traj: Trajectory) -> Any:
@@ -69,7 +91,7 @@ class AnswerProbs:
             env = self.make_env()
             try:
                 env.reset(seed=traj.seed, options=traj.metadata.get("options"))
-                self._answers[key] = answer_template_ids(self.tokenizer, task_answer(env))
+                self._answers[key] = answer_template_ids(self.tokenizer, task_answer(env), **self.template)
             finally:
                 env.close()
         return self._answers[key]
@@ -197,7 +219,7 @@ def build_answer_probs(ctx: InputContext) -> AnswerProbs:
     """IGPO's scoring pass over the policy model; the gold answers come from envs made by `make_env`."""
     if ctx.model is None or ctx.tokenizer is None or ctx.make_env is None:
         raise ConfigError(["credit=igpo needs the policy model, its tokenizer and the env factory"])
-    return AnswerProbs(ctx.model, ctx.tokenizer, ctx.make_env)
+    return AnswerProbs(ctx.model, ctx.tokenizer, ctx.make_env, probe=ctx.params.probe)
 
 
 INPUTS: dict[str, Callable[[InputContext], CreditInput]] = {

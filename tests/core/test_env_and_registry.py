@@ -147,7 +147,10 @@ def test_make_applies_defaults_kwargs_and_turn_limit():
 
 def test_string_entry_points_are_imported_only_by_make():
     assert "test/PickString-v0" in rlgym_llm.list_envs()
-    assert rlgym_llm.list_envs(namespace="test") == ["test/Pick-v0", "test/PickString-v0"]
+    in_test = rlgym_llm.list_envs(namespace="test")
+    # Other test modules register their own "test/..." ids in this process; only ours are pinned here.
+    assert {"test/Pick-v0", "test/PickString-v0"} <= set(in_test)
+    assert all(i.startswith("test/") for i in in_test) and in_test == sorted(in_test)
     env = rlgym_llm.make("test/PickString-v0")
     assert isinstance(env.unwrapped, PickEnv) and not isinstance(env, TurnLimit)
 
