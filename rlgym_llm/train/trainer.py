@@ -134,6 +134,8 @@ class PolicyTrainer:
 
     @torch.no_grad()
     def _old_logp(self, batch: TrainBatch) -> torch.Tensor:
+        """The logprobs of `batch` under the current weights, in eval mode: pi_old of the loss when it is
+        recomputed (`accumulate` takes it from its own forward pass; tests compare it with the engine's)."""
         batch = batch.to(self.compute.device)
         was_training = self.model.training
         self.model.eval()
@@ -156,7 +158,6 @@ class PolicyTrainer:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
         cfg = self.loss_cfg
         batch = batch.to(self.compute.device)
-        old_all = self._old_logp(batch) if cfg.recompute_old_logp else batch.engine_logp
         totals = BatchTotals.of(batch.loss_mask, cfg.norm_const or 1.0)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
@@ -171,9 +172,12 @@ class PolicyTrainer:
         }
         for start in self._starts(batch):
             mb = batch.slice(start, start + self.micro_batch_size)
-            old = old_all[start : start + len(mb), : mb.input_ids.shape[1]]
             fwd = self._forward(self.model, mb, entropy_grad=cfg.entropy_coef > 0)
             logp = fwd.logp
+            # One optimizer step per batch: every micro-batch's forward pass runs at the weights before
+            # the step, so the recomputed pi_old is that pass, detached (no second pass, as TRL's
+            # num_iterations=1); the engine's (behaviour) logprobs then enter the truncated IS weight.
+            old = logp.detach() if cfg.recompute_old_logp else mb.engine_logp
             engine = mb.engine_logp if cfg.recompute_old_logp else None
             out = policy_loss(
                 logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap

@@ -54,6 +54,27 @@ def test_recomputed_old_logprobs_match_the_engine_logprobs_in_process(base_model
     assert metrics["clip_frac"] == 0.0 and metrics["approx_kl"] < 1e-8  # ratio is 1 on a fresh batch
 
 
+def test_the_recomputed_old_policy_is_the_update_pass_itself_with_the_stale_logprobs_in_the_is_weight(base_model):
+    # behaviour logprobs of older weights (as rollouts sampled ahead bring): pi_old is recomputed
+    # from the update's own forward pass, and min(pi_old / pi_behaviour, cap) weighs each token
+    batch = make_batch(base_model, n=4, seed=3)
+    batch.engine_logp = batch.engine_logp - 0.3 * batch.loss_mask * torch.rand_like(batch.engine_logp)
+    fused = PolicyTrainer(copy.deepcopy(base_model), LossConfig(recompute_old_logp=True), micro_batch_size=2)
+    old = fused._old_logp(batch)
+    weight = torch.exp(old - batch.engine_logp).clamp(max=fused.loss_cfg.is_cap) * batch.loss_mask
+    metrics = fused.update(batch)
+    # the same update written out: the IS weight folded into the advantages, pi_old = the two-pass recompute
+    ref_batch = copy.deepcopy(batch)
+    ref_batch.advantages, ref_batch.engine_logp = batch.advantages * weight, old
+    ref = PolicyTrainer(copy.deepcopy(base_model), LossConfig(), micro_batch_size=2)
+    ref_metrics = ref.update(ref_batch)
+    assert metrics["is_weight"] > 1.05 and metrics["clip_frac"] == 0.0
+    assert metrics["pg_loss"] == pytest.approx(ref_metrics["pg_loss"], rel=1e-5, abs=1e-7)
+    drift = max((a - b).abs().max().item() for a, b in zip(fused.model.parameters(), ref.model.parameters()))
+    step = max((a - b).abs().max().item() for a, b in zip(fused.model.parameters(), base_model.parameters()))
+    assert drift < 1e-1 * step  # Adam's rounding where the gradient is ~0, as in the micro-batch test above
+
+
 def test_positive_advantages_raise_the_probability_of_their_tokens(base_model):
     batch = make_batch(base_model, n=4, seed=2)
     batch.advantages = batch.loss_mask.clone()  # every policy token gets A = +1
