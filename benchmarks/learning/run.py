@@ -389,6 +389,8 @@ def report(envs: list[str]) -> dict:
         spec = ENVS[name]
         old_env = stored.get("envs", {}).get(name, {})
         env_out: dict = {"budget": spec.budget(), "sft": spec.sft, "overrides": spec.env, "paper": spec.paper}
+        if spec.method_overrides:
+            env_out["method_overrides"] = spec.method_overrides
         env_out["sft_summary"] = old_env.get("sft_summary")
         sft_file = sft_dir(name) / "sft_summary.json"
         if sft_file.exists():
@@ -567,6 +569,8 @@ def write(results: dict, command: str) -> None:
     for name, env in results["envs"].items():
         lines += [f"## {name}", "", f"Why this env: {env['paper']}.", ""]
         lines += [f"Overrides: `{' '.join(env['overrides'])}`; budget: `{' '.join(env['budget'])}`;"]
+        for method, extra in (env.get("method_overrides") or {}).items():
+            lines += [f"{method} only: `{' '.join(extra)}`;"]
         sft = env.get("sft_summary") or {}
         loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
