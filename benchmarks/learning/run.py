@@ -389,6 +389,8 @@ def report(envs: list[str]) -> dict:
         spec = ENVS[name]
         old_env = stored.get("envs", {}).get(name, {})
         env_out: dict = {"budget": spec.budget(), "sft": spec.sft, "overrides": spec.env, "paper": spec.paper}
+        if spec.method_overrides:
+            env_out["method_overrides"] = spec.method_overrides
         env_out["sft_summary"] = old_env.get("sft_summary")
         sft_file = sft_dir(name) / "sft_summary.json"
         if sft_file.exists():
@@ -429,6 +431,9 @@ def report(envs: list[str]) -> dict:
                         entry["vs_grpo"][key] = {**c.to_dict(), "verdict": c.verdict(method, "GRPO")}
             env_out["methods"][method] = entry
         env_out["claims"] = [claim_verdict(runs, *c) for c in spec.claims]
+        # the warm-up's calibration: held-out success at step 0, before RL (one value per run)
+        start = [r["heldout"][0][1] for rs in runs.values() for r in rs if r.get("heldout") and r["heldout"][0][0] == 0]
+        env_out["heldout_after_warmup"] = {"mean": float(np.mean(start)), "n": len(start)} if start else None
         out["envs"][name] = env_out
     return out
 
@@ -564,9 +569,17 @@ def write(results: dict, command: str) -> None:
     for name, env in results["envs"].items():
         lines += [f"## {name}", "", f"Why this env: {env['paper']}.", ""]
         lines += [f"Overrides: `{' '.join(env['overrides'])}`; budget: `{' '.join(env['budget'])}`;"]
+        for method, extra in (env.get("method_overrides") or {}).items():
+            lines += [f"{method} only: `{' '.join(extra)}`;"]
         sft = env.get("sft_summary") or {}
         loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
+        if env.get("heldout_after_warmup"):
+            w = env["heldout_after_warmup"]
+            lines += [
+                f"Held-out success after the warm-up (step 0 of every run): {w['mean']:.3f} (mean of {w['n']} runs).",
+                "",
+            ]
         lines += [
             "| method | seeds | training success, last half | training AUC | held-out after | vs GRPO, last half"
             " (diff [bootstrap 95% CI] (paired t 95%), MDD) | vs GRPO, AUC | steps with an update | failed episodes"
