@@ -103,8 +103,10 @@ ENVS: dict[str, EnvSpec] = {
         "search",
         [
             "env=search",
-            "+env.kwargs.max_hops=1",
-            "+env.kwargs.snippet_chars=80",
+            # the 40-people world, not configs/env/search.yaml's 4-people tier
+            "++env.kwargs.world_people=40",
+            "++env.kwargs.max_hops=1",
+            "++env.kwargs.snippet_chars=80",
             "env.max_turns=4",
             "policy.max_context=1536",
         ],
@@ -128,7 +130,8 @@ ENVS: dict[str, EnvSpec] = {
     ),
     "gui": EnvSpec(
         "gui",
-        ["env=gui", "+env.kwargs.task_apps=[settings]", "env.max_turns=8", "policy.max_context=2048"],
+        # settings goals of 1 to 3 subgoals, not configs/env/gui.yaml's one-subgoal tier
+        ["env=gui", "~env.kwargs.max_subgoals", "env.max_turns=8", "policy.max_context=2048"],
         ("grpo", "spa", "gigpo"),
         # twice the turns of Search and longer screens: a smaller batch keeps the grid inside the hour
         steps=4,

@@ -57,7 +57,8 @@ def test_a_module_that_registers_its_envs(local_module):
 
 def test_choosing_a_shipped_env_replaces_the_kwargs_of_the_default_one():
     assert load_config("train", ["env=math"]).env.kwargs == {"difficulty": 1}
-    assert load_config("train", ["env=gui"]).env.kwargs == {}
+    # Counter's `max_target` is gone: only the chosen env's own tier remains
+    assert load_config("train", ["env=gui"]).env.kwargs == {"task_apps": ["settings"], "max_subgoals": 1}
 
 
 def test_check_env_on_a_local_module(local_module, capsys):

@@ -33,8 +33,8 @@ def test_math_inherits_none_of_the_demo_choices():
         ("math", 48, 1024),
         ("code", 192, 1536),
         ("swe", 256, 2048),
-        ("gui", 48, 2048),
-        ("search", 48, 2048),
+        ("gui", 32, 2048),
+        ("search", 40, 2048),
     ],
 )
 @pytest.mark.parametrize("command", ["train", "eval"])

@@ -402,3 +402,24 @@ def test_screenshot_without_pillow_says_what_to_install(monkeypatch):
         env.reset(seed=0)
     render._font.cache_clear()
     GUIEnv().reset(seed=0)  # text-only episodes never import Pillow
+
+
+def test_max_subgoals_draws_only_goals_that_small_and_stays_seeded():
+    counts = set()
+    for seed in range(40):
+        env = rlgym_llm.make("rlgym/GUI-v0", task_apps=["settings"], max_subgoals=1)
+        first, _ = env.reset(seed=seed)
+        counts.add(len(env.unwrapped.task.hidden["preds"]))
+        assert env.reset(seed=seed)[0] == first  # same seed, same task
+    assert counts == {1}
+    # without the setting, settings goals have 1 to 3 subgoals
+    env = rlgym_llm.make("rlgym/GUI-v0", task_apps=["settings"])
+    sizes = set()
+    for seed in range(40):
+        env.reset(seed=seed)
+        sizes.add(len(env.unwrapped.task.hidden["preds"]))
+    assert sizes == {1, 2, 3}
+    with pytest.raises(ValueError, match="max_subgoals"):
+        GUIEnv(max_subgoals=0)
+    with pytest.raises(ValueError, match="at most 1 subgoals"):  # shop goals always have 4
+        rlgym_llm.make("rlgym/GUI-v0", task_apps=["shop"], max_subgoals=1).reset(seed=0)

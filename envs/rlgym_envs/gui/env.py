@@ -34,6 +34,8 @@ from rlgym_envs.gui.apps import DEFAULT_APPS
 from rlgym_envs.gui.device import Device, InvalidAction, state_key
 from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolResult
 
+MAX_REDRAWS = 1000  # goals drawn before `max_subgoals` gives up on an app that never has so few
+
 SYSTEM_PROMPT = """You operate a phone through its accessibility tree. Each screen lists one element a line: \
 [id] role "label" and its state (on/off, checked, value, options, disabled).
 Tools: click(id) presses a button, link, list item, switch or checkbox; type(id, text) replaces the text of a \
@@ -91,6 +93,8 @@ class GUIEnv(Env):
         apps: the installed apps (`App` instances, names unique); default: settings, mail, shop, files.
         task_apps: names of the apps goals are drawn from (default: all installed apps).
         render_screenshot: add a PNG screenshot to every `info` (needs Pillow).
+        max_subgoals: the difficulty: draw only goals with at most this many subgoals (goal
+            predicates; settings goals have 1 to 3), redrawing from the env's RNG. `None`: any goal.
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
     """
@@ -103,6 +107,7 @@ class GUIEnv(Env):
         apps: Sequence[App] | None = None,
         task_apps: Sequence[str] | None = None,
         render_screenshot: bool = False,
+        max_subgoals: int | None = None,
         max_tool_calls: int = 16,
         max_observation_chars: int = 32_000,
     ):
@@ -113,6 +118,9 @@ class GUIEnv(Env):
         unknown = [n for n in self.task_apps if n not in names]
         if unknown or not self.task_apps:
             raise ValueError(f"task_apps {list(self.task_apps)} must name installed apps: {names}")
+        if max_subgoals is not None and max_subgoals < 1:
+            raise ValueError(f"max_subgoals must be >= 1 or None, got {max_subgoals}")
+        self.max_subgoals = max_subgoals
         self.render_screenshot = render_screenshot
         self._screenshots = render_screenshot
         self._state: dict[str, Any] = {}
@@ -149,6 +157,12 @@ class GUIEnv(Env):
         if app is None:
             app = self.task_apps[int(self.np_random.integers(len(self.task_apps)))]
         state, goal = self.device.sample(self.np_random, app)
+        for _ in range(MAX_REDRAWS):
+            if self.max_subgoals is None or len(goal.preds) <= self.max_subgoals:
+                break
+            state, goal = self.device.sample(self.np_random, app)
+        else:
+            raise ValueError(f"no goal of app {app!r} with at most {self.max_subgoals} subgoals in {MAX_REDRAWS} draws")
         hidden = {
             "app": app,
             "preds": [p.to_dict() for p in goal.preds],
