@@ -212,7 +212,8 @@ def sft_cmd(spec: EnvSpec) -> list[str]:
         "sft",
         *spec.env,
         *spec.sft,
-        "trainer.eval_tasks=0",
+        # held-out success before and after the warm-up (sft_summary.json): the tier's calibration
+        f"trainer.eval_tasks={spec.eval_tasks}",
         "trainer.threads=1",
         f"out_dir={sft_dir(spec.name)}",
     ]
@@ -398,10 +399,17 @@ def report(envs: list[str]) -> dict:
         sft_file = sft_dir(name) / "sft_summary.json"
         if sft_file.exists():
             env_out["sft_summary"] = json.loads(sft_file.read_text())
+        # stored runs count only if they had this budget (a changed budget starts the env's seeds afresh)
+        same_budget = (
+            old_env.get("budget", env_out["budget"]) == env_out["budget"]
+            and old_env.get("sft", env_out["sft"]) == env_out["sft"]
+        )
         runs: dict[str, list[dict]] = {}
         for method in spec.methods:
-            disk = [r for seed in spec.seeds if (r := _run_from_disk(spec, method, seed)) is not None]
-            runs[method] = disk or _stored_runs(stored, name, method)
+            # per seed: the run folder if it is there and finished, else the result stored in learning.json
+            kept = {r["seed"]: r for r in _stored_runs(stored, name, method)} if same_budget else {}
+            kept.update({seed: r for seed in spec.seeds if (r := _run_from_disk(spec, method, seed)) is not None})
+            runs[method] = [kept[s] for s in sorted(kept)]
         env_out["methods"] = {}
         for method, mine in runs.items():
             if not mine:
@@ -433,11 +441,25 @@ def report(envs: list[str]) -> dict:
                         c = paired_seed_comparison(a, b)
                         entry["vs_grpo"][key] = {**c.to_dict(), "verdict": c.verdict(method, "GRPO")}
             env_out["methods"][method] = entry
-        env_out["claims"] = [claim_verdict(runs, *c) for c in spec.claims]
+        env_out["claims"] = [claim_verdict(runs, *c, needed=len(spec.seeds)) for c in spec.claims]
+        env_out["seeds_wanted"] = len(spec.seeds)
+        # compute: CPU seconds (user + system) of the warm-up and of every finished run
+        cpu = [r["cpu_s"] for rs in runs.values() for r in rs if r.get("cpu_s") is not None]
+        sft_cpu = sft_dir(name).with_suffix(".cpu")
+        env_out["cpu_s"] = {
+            "runs": float(sum(cpu)),
+            "runs_counted": len(cpu),
+            "sft": float(sft_cpu.read_text()) if sft_cpu.exists() else (old_env.get("cpu_s") or {}).get("sft"),
+        }
         # the warm-up's calibration: held-out success at step 0, before RL (one value per run)
         start = [r["heldout"][0][1] for rs in runs.values() for r in rs if r.get("heldout") and r["heldout"][0][0] == 0]
         env_out["heldout_after_warmup"] = {"mean": float(np.mean(start)), "n": len(start)} if start else None
         out["envs"][name] = env_out
+    # envs not regenerated this time keep their stored results (a report of some envs drops none)
+    for name, env_out in stored.get("envs", {}).items():
+        if name not in out["envs"] and name in ENVS:
+            out["envs"][name] = env_out
+    out["envs"] = {name: out["envs"][name] for name in ENVS if name in out["envs"]}
     return out
 
 
@@ -447,10 +469,13 @@ def collapsed(run: dict) -> bool:
     return len(held) > 1 and held[-1][1] < 0.5 * held[0][1]
 
 
-def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim: str) -> dict:
+def claim_verdict(
+    runs: dict[str, list[dict]], method: str, baseline: str, claim: str, needed: int = len(TESTBED_BUDGET["seeds"])
+) -> dict:
     """A paper's claim on a testbed: `reproduced` when the method's held-out success after RL beats the
     baseline's (paired over seeds, the bootstrap and the t interval both above 0), `reversed` when both
-    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it."""
+    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it.
+    With fewer than `needed` paired seeds the intervals are reported but no verdict is given."""
     from rlgym_llm.eval.metrics import paired_seed_comparison
 
     out: dict = {"method": method, "baseline": baseline, "claim": claim}
@@ -467,7 +492,7 @@ def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim
             "wall_s_per_run": float(np.mean([r["wall_s"] for r in done])) if done else None,
         }
     if len(seeds) < 2:
-        out["verdict"] = f"too few paired seeds ({len(seeds)})"
+        out["verdict"] = f"too few paired seeds ({len(seeds)} of {needed}): no verdict"
         return out
     for key in ("heldout_end", "heldout_auc"):
         a = [_summaries(mine[s])[key] for s in seeds]
@@ -477,6 +502,8 @@ def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim
     c = out.get("heldout_end")
     if c is None:
         out["verdict"] = "no held-out measure"
+    elif len(seeds) < needed:
+        out["verdict"] = f"{len(seeds)} of {needed} paired seeds: not enough for a verdict"
     elif c["low"] > 0 and c["t_low"] > 0:
         out["verdict"] = "reproduced"
     elif c["high"] < 0 and c["t_high"] < 0:
@@ -577,12 +604,22 @@ def write(results: dict, command: str) -> None:
         sft = env.get("sft_summary") or {}
         loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
+        if sft.get("success_after") is not None:
+            lines += [
+                f"Calibration: held-out success after the warm-up, measured by `rlgym sft` on {sft['held_out_tasks']}"
+                f" held-out tasks: {sft['success_after']:.3f} (before it: {sft['success_before']:.3f}).",
+                "",
+            ]
         if env.get("heldout_after_warmup"):
             w = env["heldout_after_warmup"]
             lines += [
                 f"Held-out success after the warm-up (step 0 of every run): {w['mean']:.3f} (mean of {w['n']} runs).",
                 "",
             ]
+        if env.get("cpu_s"):
+            c = env["cpu_s"]
+            sft_cpu = "" if c.get("sft") is None else f"; warm-up {c['sft']:.0f} CPU s"
+            lines += [f"Compute: {c['runs']:.0f} CPU s over {c['runs_counted']} finished runs{sft_cpu}.", ""]
         lines += [
             "| method | seeds | training success, last half | training AUC | held-out after | vs GRPO, last half"
             " (diff [bootstrap 95% CI] (paired t 95%), MDD) | vs GRPO, AUC | steps with an update | failed episodes"
@@ -659,16 +696,24 @@ def verdicts(results: dict) -> list[str]:
             if e.get("identical_to_grpo"):
                 out.append(f"{name}: {method} is identical to GRPO here ({e['identical_to_grpo']}): no verdict.")
                 continue
+            if "train_end" not in e["vs_grpo"]:
+                out.append(f"{name}: {method} has no seed in common with GRPO yet: no comparison.")
+                continue
+            n = e["vs_grpo"]["train_end"]["n"]
+            # a verdict needs every seed the env asks for; fewer give the interval so far, and say so
+            enough = n >= len(seeds)
             parts = []
             for key, label in (("train_end", "last half"), ("train_auc", "AUC"), ("heldout_end", "held-out after")):
                 c = e["vs_grpo"].get(key)
                 if c:
                     parts.append(
                         f"{label} {c['diff']:+.3f}, bootstrap [{c['low']:+.3f}, {c['high']:+.3f}], "
-                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]: {c['verdict']}"
+                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]" + (f": {c['verdict']}" if enough else "")
                     )
             out.append(
-                f"{name}: {method} vs GRPO over {e['vs_grpo']['train_end']['n']} paired seeds: "
+                f"{name}: {method} vs GRPO over {n} paired seeds"
+                + ("" if enough else f" (of {len(seeds)}: not enough for a verdict, interim intervals)")
+                + ": "
                 + "; ".join(parts)
                 + "."
             )
