@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RESULTS, ROOT, _run, is_complete
+from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
 
 RUNS = ROOT / "runs" / "learning" / "gain"
 ENVS = ("search", "gui")
@@ -124,6 +124,8 @@ def collect(env: str, seeds: list[int], steps: int | None = None) -> list[dict]:
             "steps": len(records),
             "wall_s": summary["total_wall_s"],
             "cpu_s": float(cpu.read_text()) if cpu.exists() else None,
+            # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
+            "heldout_failed": [summary["before"].get("failed", 0), summary["after"].get("failed", 0)],
         }
     return [kept[s] for s in sorted(kept)]
 
@@ -187,8 +189,8 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         lines += [f"Only {len(runs)} finished seed(s) of {SEEDS_FOR_VERDICT}: no interval yet, no verdict.", ""]
     lines += [
         "| seed | held-out before | held-out after | gain | held-out curve (step: success) | training success per step"
-        " | steps with an update | wall s | CPU s |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|",
+        " | steps with an update | wall s | CPU s | held-out episodes failed (before, after) |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---|",
     ]
     for r in runs:
         curve = ", ".join(f"{s}: {v:.2f}" for s, v in r["curve"])
@@ -197,6 +199,7 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         lines.append(
             f"| {r['seed']} | {r['before']:.3f} | {r['after']:.3f} | {r['after'] - r['before']:+.3f} | {curve} | {train} |"
             f" {r['updates']}/{r['steps']} | {r['wall_s']:.0f} | {cpu_s} |"
+            f" {', '.join(f'{x:.0f}' for x in r.get('heldout_failed') or []) or '-'} |"
         )
     if runs:
         cpu = [r["cpu_s"] for r in runs if r.get("cpu_s") is not None]
@@ -220,6 +223,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=None, help="RL steps per run (default: the env's config)")
     args = p.parse_args()
     if not args.report:
+        stop_on_signal()
         grid(args.env, args.seeds, args.jobs, args.steps)
     command = "python benchmarks/learning/env_gain.py " + " ".join(sys.argv[1:])
     path = write(args.env, collect(args.env, args.seeds, args.steps), command, args.steps)

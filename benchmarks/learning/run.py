@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -190,9 +192,28 @@ def sft_dir(env: str) -> Path:
     return RUNS / env / "sft"
 
 
+_STOP = threading.Event()  # set by SIGTERM/SIGINT: no new run starts, the running ones are ended
+_CHILDREN: set[subprocess.Popen] = set()
+
+
+def stop_on_signal() -> None:
+    """On SIGTERM or SIGINT, end the running `rlgym` children and start no more, so that each one's CPU
+    seconds are still recorded (they resume from their last checkpoint on the next grid)."""
+
+    def handler(signum: int, frame: object) -> None:
+        _STOP.set()
+        for proc in list(_CHILDREN):
+            proc.terminate()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
 def _run(cmd: list[str], log: Path) -> int:
     """Run `cmd` with its output in `log`; its CPU seconds (user + system, this process tree) are added
-    to `<log>.cpu` (a resumed run adds its parts)."""
+    to `<log>.cpu` (a resumed run adds its parts). Returns -1 without running once a stop was asked."""
+    if _STOP.is_set():
+        return -1
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
@@ -200,7 +221,11 @@ def _run(cmd: list[str], log: Path) -> int:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (several grids run at once)
+        _CHILDREN.add(proc)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (several grids run at once)
+        finally:
+            _CHILDREN.discard(proc)
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
     cpu_file = log.with_suffix(".cpu")
     before = float(cpu_file.read_text()) if cpu_file.exists() else 0.0
@@ -331,6 +356,8 @@ def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
         "zero_variance_share": [r["zero_variance_share"] for r in records],
         "wall_s": summary["total_wall_s"],
         "cpu_s": float(cpu.read_text()) if (cpu := path.with_suffix(".cpu")).exists() else None,
+        # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
+        "heldout_failed": sum((summary.get(k) or {}).get("failed", 0) for k in ("before", "after")),
     }
 
 
@@ -490,6 +517,7 @@ def claim_verdict(
         done = [rs[s] for s in seeds]
         cpu = [r["cpu_s"] for r in done if r.get("cpu_s") is not None]
         out[who] = {
+            "heldout_failed": sum(r.get("heldout_failed", 0) for r in done),
             "collapse_share": float(np.mean([collapsed(r) for r in done])) if done else None,
             "cpu_s_per_run": float(np.mean(cpu)) if cpu else None,
             "wall_s_per_run": float(np.mean([r["wall_s"] for r in done])) if done else None,
@@ -583,11 +611,12 @@ def write(results: dict, command: str) -> None:
             "seeds: diff [bootstrap 95% CI] (paired t 95%). `reproduced`: both intervals above 0; `reversed`: both",
             "below; else `not reproduced`. Collapse: held-out success after RL below half of its start. CPU:",
             "user + system seconds of one run's process (a warm-up is shared and not counted; SPA's exploration",
-            "and IGPO's scoring passes are inside the run).",
+            "and IGPO's scoring passes are inside the run). A held-out episode that fails (past the rollout's 600 s",
+            "episode timeout, on an overloaded machine) is left out of success; the failed ones are counted.",
             "",
             "| testbed | claim | seeds | held-out after, diff | held-out AUC, diff | collapse (method / baseline)"
-            " | CPU s per run (method / baseline) | verdict |",
-            "|---|---|---|---|---|---|---|---|",
+            " | CPU s per run (method / baseline) | held-out episodes failed (method / baseline) | verdict |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for name, c in claims:
             m, b = c[c["method"]], c[c["baseline"]]
@@ -596,7 +625,8 @@ def write(results: dict, command: str) -> None:
                 f"| {name} | {c['claim']} ({c['method']} vs {c['baseline']}) | {len(c['seeds'])} |"
                 f" {_vs(c.get('heldout_end'))} | {_vs(c.get('heldout_auc'))} |"
                 f" {fmt(m['collapse_share'])} / {fmt(b['collapse_share'])} |"
-                f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} | **{c['verdict']}** |"
+                f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} |"
+                f" {m.get('heldout_failed', '-')} / {b.get('heldout_failed', '-')} | **{c['verdict']}** |"
             )
         lines.append("")
     for name, env in results["envs"].items():
@@ -757,6 +787,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
     args = p.parse_args()
     if args.what in ("all", "grid"):
+        stop_on_signal()
         grid(args.envs, args.jobs)
     if args.what in ("all", "report"):
         write(report(args.envs), "python benchmarks/learning/run.py " + " ".join(sys.argv[1:] or ["all"]))
