@@ -63,8 +63,8 @@ def steps_of(env: str) -> int:
 
 
 def sft_cmd(env: str) -> list[str]:
-    # held-out success before and after the warm-up (sft_summary.json): the tier's calibration
-    return ["rlgym", "sft", f"env={env}", *COMMON, f"out_dir={sft_dir(env)}"]
+    # the calibration is each run's held-out success before RL (failures counted) and docs/<env>_env.md
+    return ["rlgym", "sft", f"env={env}", "trainer.eval_tasks=0", *COMMON, f"out_dir={sft_dir(env)}"]
 
 
 def budget(steps: int | None) -> list[str]:
@@ -162,12 +162,10 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         " before and after RL; the seed is the unit (`rlgym_llm.eval.paired_seed_comparison`).",
         "",
     ]
-    if sft.get("success_after") is not None:
-        lines += [
-            f"Calibration: held-out success after the warm-up ({sft['held_out_tasks']} held-out tasks, measured by"
-            f" `rlgym sft env={env}`): {sft['success_after']:.3f}; before it {sft['success_before']:.3f}.",
-            "",
-        ]
+    lines += [
+        f"Calibration of the tier (held-out success after the warm-up): [docs/{env}_env.md](../../../docs/{env}_env.md).",
+        "",
+    ]
     if len(runs) >= 2:
         before, after = [r["before"] for r in runs], [r["after"] for r in runs]
         c = paired_seed_comparison(after, before)
