@@ -1,0 +1,150 @@
+"""Data-parallel training over the processes torchrun starts: ranks, the collectives the loop needs,
+and the DDP-wrapped forward pass of the update.
+
+    dist = Distributed.start(nproc=2, device_type="cpu")   # in each process torchrun started
+    lo, hi = dist.shard(8)                                  # this rank's tasks: [lo, hi)
+    everyone = dist.gather(mine)                            # every rank's items, in rank order
+    credit = dist.broadcast(credit if dist.main else None)  # rank 0's object on every rank
+
+With one process (`Distributed()`, rank 0 of 1) every collective returns its input: the loop and the
+trainer run the same code either way. Tensors go through the default process group (gloo on CPU,
+NCCL on GPUs); Python objects (trajectories, credit results) through a gloo group, so they never
+have to be copied onto a GPU.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rlgym_llm.core.errors import ConfigError
+
+TIMEOUT = datetime.timedelta(hours=2)
+"""How long a rank waits in a collective: rank 0's held-out evaluations and checkpoints run while
+the other ranks wait for the next step's gather."""
+
+
+@dataclass
+class Distributed:
+    """This process's place among the data-parallel ranks (`rank` of `world`).
+
+    Args:
+        rank: 0 .. world - 1; rank 0 evaluates, logs and checkpoints.
+        world: the number of processes.
+        local_rank: the rank on this machine (its GPU index).
+        objects: the process group that carries Python objects (gloo); None with one process.
+    """
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+    objects: Any = None
+
+    @property
+    def main(self) -> bool:
+        """Whether this is rank 0."""
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        """Whether there is more than one process."""
+        return self.world > 1
+
+    @classmethod
+    def start(cls, nproc: int, device_type: str = "cpu") -> Distributed:
+        """Join the process group torchrun set up (its `WORLD_SIZE`, `RANK`, `LOCAL_RANK` and
+        rendezvous variables), with NCCL on CUDA and gloo on CPU; one process needs none.
+
+        Raises:
+            ConfigError: the number of processes torchrun started is not `nproc`.
+        """
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world != nproc:
+            how = (
+                f"launch it with `rlgym train trainer.nproc={nproc}` (it starts torchrun) or "
+                f"`torchrun --nproc_per_node {nproc} -m rlgym_llm.cli.main train trainer.nproc={nproc} ...`"
+            )
+            raise ConfigError([f"trainer.nproc={nproc} but {world} process(es) were started: {how}"])
+        if world == 1:
+            return cls()
+        import torch.distributed as dist
+
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        backend = "nccl" if device_type == "cuda" else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(local_rank)  # "cuda" then means this rank's GPU
+        if not dist.is_initialized():
+            dist.init_process_group(backend, timeout=TIMEOUT)
+        objects = dist.new_group(backend="gloo", timeout=TIMEOUT) if backend != "gloo" else dist.group.WORLD
+        return cls(dist.get_rank(), dist.get_world_size(), local_rank, objects)
+
+    def close(self) -> None:
+        """Leave the process group (after a last barrier)."""
+        if self.enabled:
+            import torch.distributed as dist
+
+            self.barrier()
+            dist.destroy_process_group()
+
+    def barrier(self) -> None:
+        """Wait until every rank gets here."""
+        if self.enabled:
+            import torch.distributed as dist
+
+            dist.barrier(group=self.objects)
+
+    def shard(self, n: int) -> tuple[int, int]:
+        """This rank's contiguous block [lo, hi) of n items: the first n % world ranks get one more.
+        The blocks in rank order are 0 .. n, so gathering them restores the order of one process."""
+        base, extra = divmod(n, self.world)
+        lo = self.rank * base + min(self.rank, extra)
+        return lo, lo + base + (self.rank < extra)
+
+    def gather(self, items: Sequence[Any]) -> list[Any]:
+        """Every rank's `items`, concatenated in rank order (on every rank)."""
+        if not self.enabled:
+            return list(items)
+        import torch.distributed as dist
+
+        parts: list[Any] = [None] * self.world
+        dist.all_gather_object(parts, list(items), group=self.objects)
+        return [x for part in parts for x in part]
+
+    def broadcast(self, obj: Any) -> Any:
+        """Rank 0's `obj` on every rank (the others pass anything, e.g. None)."""
+        if not self.enabled:
+            return obj
+        import torch.distributed as dist
+
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self.objects)
+        return box[0]
+
+    def sum(self, values: dict[str, float]) -> dict[str, float]:
+        """The sum over ranks of each value (float64 on CPU, every rank passes the same keys)."""
+        if not self.enabled or not values:
+            return dict(values)
+        import torch.distributed as dist
+
+        keys = sorted(values)
+        t = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64)
+        dist.all_reduce(t, group=self.objects)
+        return dict(zip(keys, t.tolist()))
+
+    def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
+        """`module` in DistributedDataParallel (its parameters and buffers are broadcast from rank 0
+        now, and its gradients averaged over the ranks in the backward pass); itself with one process."""
+        if not self.enabled:
+            return module
+        from torch.nn.parallel import DistributedDataParallel
+
+        device = next(module.parameters()).device
+        ids = [device.index if device.index is not None else self.local_rank] if device.type == "cuda" else None
+        # no buffer broadcast: it is a collective in every forward pass, and the ranks run different
+        # numbers of micro-batches (only the last backward synchronises)
+        return DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
