@@ -55,8 +55,10 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
-RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps")
-"""The settings a resumed run may change: where it is and how it reports, and its step budget."""
+RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps", "trainer.nproc", "trainer.sampling_seeds")
+"""The settings a resumed run may change: where it is and how it reports, its step budget, and its
+number of processes (the checkpoint holds the sampling-seed kind it was sampled with: the loop
+refuses another)."""
 
 
 def _flat(x: Any, prefix: str = "") -> dict[str, Any]:

@@ -147,4 +147,4 @@ class Distributed:
         ids = [device.index if device.index is not None else self.local_rank] if device.type == "cuda" else None
         # no buffer broadcast: it is a collective in every forward pass, and the ranks run different
         # numbers of micro-batches (only the last backward synchronises)
-        return DistributedDataParallel(module, device_ids=ids, broadcast_buffers=False)
+        return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
