@@ -65,7 +65,11 @@ def run_trainer(dist: Distributed, out: Path) -> None:
         batch = TrainBatch.from_trajectories(trajs[lo:hi], advs[lo:hi], pad_id=0) if hi > lo else None
         metrics = trainer.update(batch)
         grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}  # after clipping
-        results[i] = {"state": {k: v.clone() for k, v in model.state_dict().items()}, "grads": grads, "metrics": metrics}
+        results[i] = {
+            "state": {k: v.clone() for k, v in model.state_dict().items()},
+            "grads": grads,
+            "metrics": metrics,
+        }
     if dist.main:
         torch.save(results, out / "trainer.pt")
 
@@ -114,7 +118,9 @@ def run_loop(dist: Distributed, out: Path, steps: int) -> None:
         token_check="off",
         env_in_thread=False,
     )
-    rollouts = RolloutManager(ENV, ToolCallingAgent(tokenizer), EpisodeSeededPolicy(engine, 5), config, {"max_target": 3})
+    rollouts = RolloutManager(
+        ENV, ToolCallingAgent(tokenizer), EpisodeSeededPolicy(engine, 5), config, {"max_target": 3}
+    )
     loss = LossConfig(recompute_old_logp=True, entropy_coef=0.01)
     trainer = PolicyTrainer(model, loss, OptimConfig(lr=1e-4), micro_batch_size=2, dist=dist)
     run = RunParts(rollouts, trainer, engine, CreditAssigner("grpo", {}), pad_id=tokenizer.pad_token_id, dist=dist)
