@@ -71,6 +71,13 @@ def run_train(args: argparse.Namespace) -> int:
     if cfg is None:
         return rc
     if cfg.trainer.nproc > 1 and "WORLD_SIZE" not in os.environ:
+        from rlgym_llm.recipes import parts
+
+        try:  # the run folder's problems here, with exit code 2, not from inside torchrun's workers
+            parts.run_folder(cfg, create=False)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         # torchrun sets 1 OpenMP thread per process unless told: the config's count instead
         env = {"OMP_NUM_THREADS": str(cfg.trainer.threads), **os.environ}
         return subprocess.run(torchrun_command(args, cfg.trainer.nproc, cfg.out_dir), env=env).returncode

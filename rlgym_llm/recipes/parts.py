@@ -82,8 +82,9 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     ]
 
 
-def run_folder(cfg: Any, command: str = "train") -> Path:
-    """The folder of this run, created, with the composed config written to its `config.yaml`.
+def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:
+    """The folder of this run, created, with the composed config written to its `config.yaml`
+    (`create=False`: only checked, as `rlgym train` does before it starts torchrun).
 
     A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
     `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
@@ -121,6 +122,8 @@ def run_folder(cfg: Any, command: str = "train") -> Path:
                     "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
                 ]
             )
+    if not create:
+        return out
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.yaml").write_text(config_yaml(cfg))
