@@ -127,7 +127,10 @@ def _run(
     # 3. policy: the engine that samples, and takes the trainer's weights after every update; a
     # server starts on the warm-up's weights, not the base model's
     lora_rank = t.lora.r if t.lora.enabled else None
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+    if cfg.policy.backend == "vllm" and dist.enabled:
+        policy = node_server(cfg, dist, model, tokenizer, start_from, lora_rank, on)
+    else:
+        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
     # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
     # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
     engine = policy.detached() if t.off_policy_steps and isinstance(policy, TransformersPolicy) else policy
@@ -214,6 +217,24 @@ def _run(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def node_server(
+    cfg: TrainConfig, dist: Any, model: Any, tokenizer: Any, start_from: Path, lora_rank: int | None, on: Any
+) -> Any:
+    """One vLLM server per machine for a data-parallel run: local rank 0 starts it (on
+    `policy.server_gpus` on a GPU machine) and syncs it; the machine's other ranks are its clients."""
+    from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+    from rlgym_llm.train.distributed import NodeServer
+
+    owner = None
+    if dist.local_rank == 0:
+        owner = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+
+    def client(url: str, name: str, max_context: int | None) -> OpenAICompatiblePolicy:
+        return OpenAICompatiblePolicy(url, model=name, max_context=max_context)
+
+    return NodeServer(dist, owner, client)
 
 
 def warm_start(cfg: TrainConfig, out: Path, model_dir: Path) -> Path:

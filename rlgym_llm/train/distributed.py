@@ -148,3 +148,64 @@ class Distributed:
         # no buffer broadcast: it is a collective in every forward pass, and the ranks run different
         # numbers of micro-batches (only the last backward synchronises)
         return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
+
+
+class NodeServer:
+    """One inference server per machine, shared by that machine's ranks (a `TrainablePolicy`).
+
+    The machine's local rank 0 owns the server (`owner`, e.g. a started `VLLMPolicy`): it syncs
+    the weights to it and stops it. The other ranks send their requests through a client
+    (`make_client(base_url, served_name, max_context)`, e.g. an `OpenAICompatiblePolicy`) pointed at
+    the owner's address and served name, which are looked up again after every sync (a LoRA sync
+    changes the name, a restart may change the address). `sync_weights` is a collective: every rank
+    calls it after the same update (the loop does), and it returns once the machine's server holds
+    the new weights, so no rank samples from the old ones.
+
+    Args:
+        dist: the ranks.
+        owner: the server's policy on local rank 0; None on the other ranks.
+        make_client: builds a client on the other ranks.
+    """
+
+    def __init__(self, dist: Distributed, owner: Any, make_client: Any):
+        self.dist, self.owner, self._make_client = dist, owner, make_client
+        self.client: Any = None
+        self._locate()
+
+    def _locate(self) -> None:
+        """Every rank learns its machine's server address and served name (a gather: collective)."""
+        import socket
+
+        host = socket.gethostname()
+        served = None
+        if self.owner is not None:
+            served = (self.owner.server.base_url, self.owner.served_name, self.owner.server.max_model_len)
+        table = self.dist.gather([(host, served)])
+        found = [s for h, s in table if h == host and s is not None]
+        if not found:
+            raise RuntimeError(f"no rank on {host} owns an inference server (its local rank 0 should)")
+        url, name, max_context = found[0]
+        if self.owner is not None:
+            return
+        if self.client is None:
+            self.client = self._make_client(url, name, max_context)
+        elif (self.client.base_url, self.client.model) != (url.rstrip("/"), name):
+            self.client.base_url, self.client.model = url.rstrip("/"), name
+            self.client.reset_connections()
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: Any) -> Any:
+        """Sample from this machine's server."""
+        return await (self.owner if self.owner is not None else self.client).generate(prompt_token_ids, sampling)
+
+    def sync_weights(self, model: Any) -> Any:
+        """The owner syncs `model` to the server; every rank waits for it (a collective)."""
+        result = self.owner.sync_weights(model) if self.owner is not None else None
+        self._locate()
+        return result
+
+    async def close(self) -> None:
+        """Close the client, or (the owner) stop the server."""
+        if self.owner is not None:
+            await self.owner.close()
+        elif self.client is not None:
+            await self.client.close()

@@ -221,3 +221,25 @@ def test_rlgym_train_nproc_2_starts_torchrun_and_trains_as_one_process(tmp_path)
         [*cli, f"resume={two}", "trainer.steps=3"], env=_env(), capture_output=True, text=True, timeout=900
     )
     assert again.returncode == 2 and "trainer.sampling_seeds=episode" in again.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.timeout(1800)
+def test_two_processes_share_one_vllm_server_and_train_as_one_process(vllm_python, tmp_path):
+    # rank 0 (local rank 0) starts the server and syncs it in place; rank 1 sends its requests to it
+    env = {**_env(), "RLGYM_VLLM_PYTHON": str(vllm_python)}
+    one, two = tmp_path / "one", tmp_path / "two"
+    cli = [sys.executable, "-m", "rlgym_llm.cli.main", "train", *CLI, "sft.enabled=false", "policy=vllm"]
+    for out, more in ((one, "trainer.sampling_seeds=episode"), (two, "trainer.nproc=2")):
+        done = subprocess.run([*cli, f"out_dir={out}", more], env=env, capture_output=True, text=True, timeout=1500)
+        assert done.returncode == 0, done.stderr[-4000:]
+    assert (two / "metrics.jsonl").exists()
+    a, b = _metrics(one), _metrics(two)
+    # the same tokens sampled (per-request seeds): the same rewards and trained tokens
+    assert [(r["reward"], r["trained_on"], r["trajectories"]) for r in a] == [
+        (r["reward"], r["trained_on"], r["trajectories"]) for r in b
+    ]
+    diff = _max_diff(_weights(one, 2), _weights(two, 2))
+    print(f"policy=vllm: max weight difference 1 vs 2 processes {diff:.2e}")
+    assert diff < TOLERANCE
