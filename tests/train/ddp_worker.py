@@ -124,7 +124,10 @@ def run_loop(dist: Distributed, out: Path, steps: int) -> None:
     loss = LossConfig(recompute_old_logp=True, entropy_coef=0.01)
     trainer = PolicyTrainer(model, loss, OptimConfig(lr=1e-4), micro_batch_size=2, dist=dist)
     run = RunParts(rollouts, trainer, engine, CreditAssigner("grpo", {}), pad_id=tokenizer.pad_token_id, dist=dist)
-    cfg = TrainerConfig(steps=steps, tasks_per_step=4, group_size=3, eval_tasks=0, save_every=1, keep_checkpoints=10)
+    # dynamic sampling: a tied group is dropped and refilled from new tasks, split over the ranks too
+    cfg = TrainerConfig(
+        steps=steps, tasks_per_step=4, group_size=3, max_draws=3, eval_tasks=0, save_every=1, keep_checkpoints=10
+    )
     train(run, cfg, out, resume=True)
     rollouts.close()
 

@@ -159,8 +159,10 @@ def test_the_loop_on_two_processes_matches_one_and_resumes_across_process_counts
     _worker(1, "loop", str(one), "4")
     records = _metrics(one)
     # the scripted engine answers right and wrong within groups: nonzero advantages, and one step
-    # drops a tied group (the ranks train on different numbers of trajectories)
+    # drops a tied group and refills it from new tasks (the ranks train on different numbers of
+    # trajectories; the refill's single task leaves rank 1 with none in that draw)
     assert all(r["adv_std"] > 0 and not r["skipped_update"] for r in records)
+    assert any(r["refill_groups"] > 0 for r in records)
 
     _worker(2, "loop", str(two_one), "2")  # 2 processes for steps 1-2 ...
     assert json.loads((two_one / "checkpoints" / "step_000002" / "state.json").read_text())["nproc"] == 2
