@@ -61,9 +61,12 @@ def run(
     on = parts.compute(t.device, t.dtype)
     dist = Distributed.start(t.nproc, on.device.type)  # one process: rank 0 of 1
     try:
-        return _run(cfg, dist, on, start, report if dist.main else _quiet, on_step, progress)
-    finally:
-        dist.close()
+        summary = _run(cfg, dist, on, start, report if dist.main else _quiet, on_step, progress)
+    except BaseException:
+        dist.close(failed=True)
+        raise
+    dist.close()
+    return summary
 
 
 def _quiet(line: str) -> None:

@@ -83,12 +83,14 @@ class Distributed:
         objects = dist.new_group(backend="gloo", timeout=TIMEOUT) if backend != "gloo" else dist.group.WORLD
         return cls(dist.get_rank(), dist.get_world_size(), local_rank, objects)
 
-    def close(self) -> None:
-        """Leave the process group (after a last barrier)."""
+    def close(self, failed: bool = False) -> None:
+        """Leave the process group: after a last barrier, or (`failed`) at once, since the other
+        ranks may be waiting in another collective (torchrun then stops them)."""
         if self.enabled:
             import torch.distributed as dist
 
-            self.barrier()
+            if not failed:
+                self.barrier()
             dist.destroy_process_group()
 
     def barrier(self) -> None:

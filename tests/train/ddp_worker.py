@@ -143,8 +143,10 @@ def main() -> None:
             run_trainer(dist, out)
         else:
             run_loop(dist, out, int(sys.argv[3]))
-    finally:
-        dist.close()
+    except BaseException:
+        dist.close(failed=True)
+        raise
+    dist.close()
 
 
 if __name__ == "__main__":
