@@ -245,3 +245,25 @@ def test_two_processes_share_one_vllm_server_and_train_as_one_process(vllm_pytho
     diff = _max_diff(_weights(one, 2), _weights(two, 2))
     print(f"policy=vllm: max weight difference 1 vs 2 processes {diff:.2e}")
     assert diff < TOLERANCE
+
+
+def test_the_torchrun_command_fixes_the_run_folder_and_keeps_every_other_argument():
+    import argparse
+
+    from rlgym_llm.cli.train import torchrun_command
+
+    args = argparse.Namespace(
+        overrides=["trainer.nproc=2", "out_dir=runs/x", "env=math"], config_dir="cfgs", config_path=["mine"]
+    )
+    argv = torchrun_command(args, 2, "runs/2026-11-27_18-00-00")
+    assert argv[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    assert argv[5:8] == ["-m", "rlgym_llm.cli.main", "train"]
+    assert argv[8:] == [
+        "--config-dir",
+        "cfgs",
+        "--config-path",
+        "mine",
+        "trainer.nproc=2",
+        "env=math",
+        "out_dir=runs/2026-11-27_18-00-00",
+    ]
