@@ -194,7 +194,14 @@ def _run(
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step, log=metrics_log(cfg, out))
+        summary = train(
+            run_parts,
+            t,
+            out,
+            resume=cfg.resume is not None,
+            on_step=on_step,
+            log=metrics_log(cfg, out) if dist.main else None,
+        )
     finally:
         for manager in managers:
             manager.close()

@@ -212,6 +212,8 @@ def test_rlgym_train_nproc_2_starts_torchrun_and_trains_as_one_process(tmp_path)
     done = subprocess.run([*cli, f"out_dir={two}", "trainer.nproc=2"], env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.count("rlgym train:") == 1  # rank 0 alone prints the summary
+    # ... and writes the logs: one TensorBoard event file, as one process does
+    assert len(list((two / "tb").glob("events.*"))) == len(list((one / "tb").glob("events.*")))
     _same_records(_metrics(two), _metrics(one))
     diff = _max_diff(_weights(one, 2), _weights(two, 2))
     print(f"rlgym train: max weight difference 1 vs 2 processes {diff:.2e}")
