@@ -644,7 +644,7 @@ def write(results: dict, command: str) -> None:
                 f"Held-out success after the warm-up (step 0 of every run): {w['mean']:.3f} (mean of {w['n']} runs).",
                 "",
             ]
-        if env.get("cpu_s"):
+        if env.get("cpu_s") and (env["cpu_s"]["runs_counted"] or env["cpu_s"].get("sft") is not None):
             c = env["cpu_s"]
             sft_cpu = "" if c.get("sft") is None else f"; warm-up {c['sft']:.0f} CPU s"
             lines += [f"Compute: {c['runs']:.0f} CPU s over {c['runs_counted']} finished runs{sft_cpu}.", ""]
