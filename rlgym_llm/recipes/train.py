@@ -43,6 +43,7 @@ def run(
         on_step: receives each RL step's metrics record.
         progress: shows every phase (SFT, RL steps and their rollouts, held-out evaluations).
     """
+    parts.cpu_threads(cfg.trainer.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     import torch
 
     from rlgym_llm.rollout.hf_policy import TransformersPolicy
@@ -53,7 +54,6 @@ def run(
     from rlgym_llm.train.trainer import PolicyTrainer
 
     start = time.perf_counter()
-    torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
 
     parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
