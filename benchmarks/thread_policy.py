@@ -173,18 +173,28 @@ def main() -> None:
     plan = [(p, loaded) for i, p in enumerate(order) for loaded in ((False, True) if i % 2 == 0 else (True, False))]
     json_path = args.out.with_suffix(".json")
     runs: list[dict[str, Any]] = []
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     if args.resume and json_path.exists():
-        runs = json.loads(json_path.read_text())["runs"]
+        saved = json.loads(json_path.read_text())
+        runs, started = saved["runs"], saved["date"]  # the date its first run started
     cpu = platform.processor() or platform.machine()
     data: dict[str, Any] = {
         "command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": started,
         "machine": f"{platform.system()} {cpu}, {os.cpu_count()} cores, "
         f"affinity {len(os.sched_getaffinity(0))} CPUs, Python {platform.python_version()}",
         "hogs": args.hogs,
         "job": JOB,
         "plan": [[p, loaded] for p, loaded in plan],
     }
+
+    def save() -> None:
+        loads = [x[k] for x in runs for k in ("load_before", "load_after")]
+        data.update(runs=runs, summary=summarize(runs), load_min=min(loads), load_max=max(loads))
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(data, indent=2) + "\n")
+        write_markdown(data, args.out.with_suffix(".md"))
+
     with tempfile.TemporaryDirectory(prefix="thread-policy-") as tmp:
         for i, (policy, loaded) in enumerate(plan):
             if i < len(runs):
@@ -196,11 +206,9 @@ def main() -> None:
                 f"CPU {run['cpu_s']:.1f} s, wall {run['wall_s']:.1f} s, load {run['load_before']:.1f}",
                 flush=True,
             )
-            loads = [x[k] for x in runs for k in ("load_before", "load_after")]
-            data.update(runs=runs, summary=summarize(runs), load_min=min(loads), load_max=max(loads))
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(data, indent=2) + "\n")  # after every run: a kill loses one run
-            write_markdown(data, args.out.with_suffix(".md"))
+            save()  # after every run: a kill loses one run
+    runs = runs[: len(plan)]  # a resumed json may hold a longer plan's runs
+    save()
     print(json.dumps(data["summary"]["ratios"], indent=2))
 
 
