@@ -17,6 +17,7 @@ itself, so a seed gives the same completion as the in-process engine. CPU only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import weakref
@@ -53,10 +54,8 @@ def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int
 
 def _stop(conn: Any, proc: Any) -> None:
     """Ask the child to stop, and kill it if it does not within a few seconds."""
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the pipe is already closed: nothing to tell
         conn.send(None)
-    except (OSError, ValueError):
-        pass
     proc.join(timeout=10)
     if proc.is_alive():
         proc.kill()
@@ -137,7 +136,12 @@ class ProcessPolicy(TransformersPolicy):
         import copy
 
         return ProcessPolicy(
-            copy.deepcopy(self.model), self.tokenizer, self.max_batch_size, self.batch_wait_s, self.max_context, self.threads
+            copy.deepcopy(self.model),
+            self.tokenizer,
+            self.max_batch_size,
+            self.batch_wait_s,
+            self.max_context,
+            self.threads,
         )
 
     def shutdown(self) -> None:
