@@ -142,7 +142,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2, help="untimed optimizer steps per run first")
     ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each system (the trainer's)")
-    ap.add_argument("--sampler-threads", type=int, default=1, help="loop-overlap: the sampling process's torch threads")
+    ap.add_argument("--sampler-threads", type=int, default=2, help="loop-overlap: the sampling process's torch threads")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()

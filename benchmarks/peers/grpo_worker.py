@@ -273,7 +273,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10, help="timed optimizer steps")
     ap.add_argument("--warmup", type=int, default=2, help="untimed optimizer steps first")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--sampler-threads", type=int, default=1, help="loop-overlap: the sampling process's torch threads")
+    ap.add_argument("--sampler-threads", type=int, default=2, help="loop-overlap: the sampling process's torch threads")
     args = ap.parse_args()
     import torch
 

@@ -154,7 +154,8 @@ class TrainerConfig:
         off_policy_threads: with off_policy_steps > 0 and policy=hf on the CPU: the copy samples in
             a child process with this many torch threads (its own interpreter, so it does not wait
             for the trainer's GIL: `rlgym_llm.rollout.hf_process`); 0: in a thread of the trainer's
-            process (the only way on a GPU). The trainer keeps `threads`.
+            process (the only way on a GPU). The trainer keeps `threads`; on 2 cores, 2 sampled
+            faster than 1 (benchmarks/results/peers/grpo_overlap.md).
         max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
             tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
             many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
@@ -186,7 +187,7 @@ class TrainerConfig:
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
     off_policy_steps: int = 0
-    off_policy_threads: int = 1
+    off_policy_threads: int = 2
     max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0

@@ -307,4 +307,4 @@ def test_the_train_recipe_samples_ahead_in_a_process_on_the_cpu():
     with pytest.raises(ConfigError, match="off_policy_threads must be >= 0"):
         TrainerConfig(off_policy_threads=-1)
     cfg = load_config("train", ["trainer.off_policy_steps=1", "out_dir=/tmp/never-written"])
-    assert cfg.trainer.off_policy_threads == 1  # the default: a child process with one torch thread
+    assert cfg.trainer.off_policy_threads == 2  # the default: a child process with two torch threads
