@@ -81,10 +81,17 @@ def run(
     policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
     # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
     # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
-    # (in a child process of its own with trainer.off_policy_threads > 0 on the CPU: see hf_process)
+    # (in a child process with trainer.off_policy_threads > 0 on the CPU: see rollout/hf_process.py)
     engine = policy
     if t.off_policy_steps and isinstance(policy, TransformersPolicy):
         in_child = on.device.type == "cpu" and on.dtype == torch.float32
+        if t.off_policy_threads and not in_child:
+            logger.warning(
+                "trainer.off_policy_threads=%d: a sampling process runs on the CPU in float32 "
+                "only; sampling ahead in a thread on %s",
+                t.off_policy_threads,
+                on.device,
+            )
         engine = policy.detached(threads=t.off_policy_threads if in_child else 0)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:

@@ -301,10 +301,11 @@ def test_sampling_ahead_in_a_process_trains_exactly_as_in_a_thread(base, tmp_pat
     assert all(torch.equal(a, b) for a, b in zip(child_model.parameters(), thread_model.parameters()))
 
 
-def test_the_train_recipe_samples_ahead_in_a_process_on_the_cpu():
+def test_off_policy_threads_is_validated():
     from rlgym_llm.config import load_config
 
     with pytest.raises(ConfigError, match="off_policy_threads must be >= 0"):
         TrainerConfig(off_policy_threads=-1)
-    cfg = load_config("train", ["trainer.off_policy_steps=1", "out_dir=/tmp/never-written"])
-    assert cfg.trainer.off_policy_threads == 2  # the default: a child process with two torch threads
+    cfg = load_config("train", ["trainer.off_policy_steps=1", "trainer.off_policy_threads=2", "out_dir=/tmp/x"])
+    assert cfg.trainer.off_policy_threads == 2
+    assert TrainerConfig().off_policy_threads == 0  # the default: a thread of the trainer's process
