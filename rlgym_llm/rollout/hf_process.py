@@ -131,18 +131,10 @@ class ProcessPolicy(TransformersPolicy):
         with self._lock:
             self.model.load_state_dict(state)
 
-    def detached(self) -> ProcessPolicy:
-        """Another sampling process over a copy of these weights."""
-        import copy
-
-        return ProcessPolicy(
-            copy.deepcopy(self.model),
-            self.tokenizer,
-            self.max_batch_size,
-            self.batch_wait_s,
-            self.max_context,
-            self.threads,
-        )
+    def detached(self, threads: int | None = None) -> TransformersPolicy:
+        """Another engine over a copy of these weights: a process with `threads` (default: as many
+        as this one's), or in this process with 0."""
+        return super().detached(self.threads if threads is None else threads)
 
     def shutdown(self) -> None:
         """Stop the child (also done when this object is collected, and at exit)."""

@@ -266,6 +266,11 @@ def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
         # the child's errors reach the caller with their type (the rollout manager classifies them)
         with pytest.raises(ContextOverflowError, match="fills the"):
             child.generate_batch([[1] * (child.max_context + 1)], samplings[:1])
+        # detached(0): an in-process copy of the child's current weights (a seeded draw: a new engine
+        # starts its own call counter)
+        copied = child.detached(0)
+        assert type(copied) is TransformersPolicy
+        assert copied.generate_batch(prompts[:1], samplings[:1]) == here.generate_batch(prompts[:1], samplings[:1])
     finally:
         child.shutdown()
     assert not child._proc.is_alive() and child._proc.exitcode == 0
