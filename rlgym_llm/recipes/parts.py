@@ -55,8 +55,10 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
-RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps")
-"""The settings a resumed run may change: where it is and how it reports, and its step budget."""
+RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps", "trainer.nproc", "trainer.sampling_seeds")
+"""The settings a resumed run may change: where it is and how it reports, its step budget, and its
+number of processes (the checkpoint holds the sampling-seed kind it was sampled with: the loop
+refuses another)."""
 
 
 def _flat(x: Any, prefix: str = "") -> dict[str, Any]:
@@ -80,8 +82,9 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     ]
 
 
-def run_folder(cfg: Any, command: str = "train") -> Path:
-    """The folder of this run, created, with the composed config written to its `config.yaml`.
+def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:
+    """The folder of this run, created, with the composed config written to its `config.yaml`
+    (`create=False`: only checked, as `rlgym train` does before it starts torchrun).
 
     A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
     `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
@@ -119,6 +122,8 @@ def run_folder(cfg: Any, command: str = "train") -> Path:
                     "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
                 ]
             )
+    if not create:
+        return out
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.yaml").write_text(config_yaml(cfg))
