@@ -3,9 +3,10 @@
 Why: with `trainer.off_policy_steps > 0` the next batch is sampled while the trainer updates. In a
 thread of the trainer's process the two share one GIL, and sampling a small model is hundreds of
 short torch calls per token, each of which gives the GIL back and waits to take it again while the
-update holds it (measured on the tiny model, 2 cores: a batch took 3.7x its time alone when an update
-ran beside it, so sampling ahead was slower than not). A child process has its own interpreter and
-its own torch thread pool (`threads`), so sampling and update really run side by side.
+update holds it. A child process has its own interpreter and its own torch thread pool (`threads`),
+so sampling and update can run side by side. On the shared 2-core machine (saturated, the kernel
+sharing CPU out per session) it was not reliably faster than the thread
+(benchmarks/results/peers/grpo_overlap.md), so `trainer.off_policy_threads` defaults to the thread.
 
     engine = ProcessPolicy(copy.deepcopy(model).eval(), tokenizer, threads=1)
     engine.sync_weights(state_dict)  # copied into the shared tensors: the child sees it at once
