@@ -100,11 +100,34 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     now = _flat(OmegaConf.to_container(OmegaConf.create(config_yaml(cfg))))
     old = _flat(saved)
     missing = object()
+    for key in set(now) - set(old):
+        # A setting added after the run was saved behaved as its default there: not a difference
+        # while it still has that default.
+        default = _field_default(cfg, key, missing)
+        if default is not missing and default == now[key]:
+            old[key] = default
     return [
         f"{key}: {old.get(key, '(absent)')!r} -> {now.get(key, '(absent)')!r}"
         for key in sorted(set(now) | set(old))
         if key not in RESUMABLE_CHANGES and old.get(key, missing) != now.get(key, missing)
     ]
+
+
+def _field_default(cfg: Any, key: str, missing: Any) -> Any:
+    """The schema default of the dotted setting `key` of a config dataclass tree, or `missing`."""
+    *parents, name = key.split(".")
+    node = cfg
+    for part in parents:
+        node = getattr(node, part, None)
+    if node is None or not dataclasses.is_dataclass(node):
+        return missing
+    for f in dataclasses.fields(node):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return missing
 
 
 def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:

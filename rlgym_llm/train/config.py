@@ -153,6 +153,11 @@ class TrainerConfig:
             version that generated it (the metrics' `staleness`); its logprobs are the behaviour
             policy of the truncated importance weight (`loss.recompute_old_logp` is turned on).
             Needs an engine with weights of its own (policy=hf gets a copy of the model).
+        off_policy_threads: with off_policy_steps > 0 and policy=hf on the CPU, n > 0 samples in a
+            child process with n torch threads over shared-memory weights (its own interpreter: it
+            never waits for the trainer's GIL; `rlgym_llm.rollout.hf_process`); 0 (the default):
+            in a thread of the trainer's process, the only way on a GPU. The trainer keeps `threads`.
+            On the 2 shared cores neither was reliably faster (benchmarks/results/peers/grpo_overlap.md).
         max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
             tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
             many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
@@ -198,6 +203,7 @@ class TrainerConfig:
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
     off_policy_steps: int = 0
+    off_policy_threads: int = 0
     max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
@@ -233,7 +239,7 @@ class TrainerConfig:
             p.append(f"group_size={self.group_size}: group-relative credit needs >= 2 samples per task (e.g. 8)")
         p += [
             f"{k} must be >= 0"
-            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps")
+            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps", "off_policy_threads")
             if getattr(self, k) < 0
         ]
         if self.eval_every < 0:
