@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import rlgym_llm
 from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, SandboxConfig, load_config
+from rlgym_llm.core import threads
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.rollout.manager import Agent, RolloutConfig
 from rlgym_llm.rollout.policy import TrainablePolicy
@@ -43,6 +44,22 @@ def load(
     return load_config(config_name, overrides, config_dir, extra)
 
 
+def cpu_threads(setting: int | str) -> int:
+    """Apply the CPU thread policy (`rlgym_llm.core.threads`) and return torch's thread count.
+
+    `OMP_WAIT_POLICY=PASSIVE` goes into the environment first (unless set), so that it is there when
+    torch loads OpenMP, if this is the process's first `import torch`; then torch gets `setting`
+    threads ("auto": the CPUs this process may run on).
+    """
+    threads.quiet_openmp()
+    import torch
+
+    n = threads.resolve(setting)
+    torch.set_num_threads(n)
+    logger.info("torch CPU threads: %d (threads=%s), OMP_WAIT_POLICY=%s", n, setting, os.environ["OMP_WAIT_POLICY"])
+    return n
+
+
 def config_yaml(cfg: Any) -> str:
     """A config as YAML (what `--print-config` shows and a run folder's config.yaml holds)."""
     from omegaconf import OmegaConf
@@ -55,10 +72,18 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
-RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps", "trainer.nproc", "trainer.sampling_seeds")
-"""The settings a resumed run may change: where it is and how it reports, its step budget, and its
+RESUMABLE_CHANGES = (
+    "out_dir",
+    "resume",
+    "progress",
+    "trainer.steps",
+    "trainer.nproc",
+    "trainer.sampling_seeds",
+    "trainer.threads",
+)
+"""The settings a resumed run may change: where it is and how it reports, its step budget, its
 number of processes (the checkpoint holds the sampling-seed kind it was sampled with: the loop
-refuses another)."""
+refuses another) and its CPU threads (another machine has other cores)."""
 
 
 def _flat(x: Any, prefix: str = "") -> dict[str, Any]:

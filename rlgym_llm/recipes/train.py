@@ -48,12 +48,12 @@ def run(
         on_step: receives each RL step's metrics record.
         progress: shows every phase (SFT, RL steps and their rollouts, held-out evaluations).
     """
+    parts.cpu_threads(cfg.trainer.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     import torch
 
     from rlgym_llm.train.distributed import Distributed
 
     start = time.perf_counter()
-    torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
 
     parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy

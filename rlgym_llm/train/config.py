@@ -168,7 +168,10 @@ class TrainerConfig:
         eval_temperature: sampling temperature of the held-out measure (0: greedy).
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
-        threads: torch CPU threads.
+        threads: torch CPU threads: auto (the CPUs this process may run on: its affinity mask,
+            capped by a cgroup CPU quota; `rlgym_llm.core.threads`) or a number. The `rlgym`
+            command also sets `OMP_WAIT_POLICY=PASSIVE` (unless set) so that idle OpenMP workers
+            sleep instead of spinning against other jobs (docs/training.md, "CPU threads").
         max_failed_share: stop the run (exit 1, with the first error) when more than this share of
             the episodes of a batch fail (a training step, a held-out measure, the SFT
             demonstrations): an env that raises or an unreachable engine is a broken run, not data.
@@ -207,7 +210,7 @@ class TrainerConfig:
     eval_temperature: float = 0.0
     save_every: int = 10
     keep_checkpoints: int = 2
-    threads: int = 2
+    threads: int | Literal["auto"] = "auto"
     max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
@@ -225,12 +228,13 @@ class TrainerConfig:
                 "tasks_per_step",
                 "micro_batch_size",
                 "keep_checkpoints",
-                "threads",
                 "max_draws",
                 "nproc",
             )
             if getattr(self, k) < 1
         ]
+        if self.threads != "auto" and not (type(self.threads) is int and self.threads >= 1):
+            p.append(f"threads={self.threads!r} must be auto (the CPUs this process may use) or an int >= 1")
         if self.group_size < 2:
             p.append(f"group_size={self.group_size}: group-relative credit needs >= 2 samples per task (e.g. 8)")
         p += [
