@@ -118,11 +118,12 @@ class MathEnv(Env):
         super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
         self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
-        known = LEVELS["arithmetic"]
-        problems = [f"difficulty {d!r} is not one of {list(known)}" for d in levels if d not in known]
+        problems = [f"difficulty {d!r} is not one of {list(LEVELS)}" for d in levels if d not in LEVELS]
         problems += [f"kind {k!r} is not one of {list(KINDS)}" for k in self.kinds if k not in KINDS]
         if EASY_LEVEL in levels and set(self.kinds) != {"arithmetic"}:
-            problems.append(f"difficulty {EASY_LEVEL} exists for kinds=['arithmetic'] only, got kinds={list(self.kinds)}")
+            problems.append(
+                f"difficulty {EASY_LEVEL} exists for kinds=['arithmetic'] only, got kinds={list(self.kinds)}"
+            )
         if prompt not in PROMPTS:
             problems.append(f"prompt {prompt!r} is not one of {list(PROMPTS)}")
         if not levels:

@@ -33,7 +33,7 @@ KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
 EASY_LEVEL = 0
 """Single-step integer arithmetic (`a + b`, `a - b`, operands 1..9): defined for `arithmetic` only."""
-LEVELS: dict[str, tuple[int, ...]] = {kind: DIFFICULTIES for kind in KINDS} | {"arithmetic": (EASY_LEVEL, *DIFFICULTIES)}
+LEVELS: tuple[int, ...] = (EASY_LEVEL, *DIFFICULTIES)
 SAMPLE_DATASET = "sample"  # `dataset="sample"` names the JSONL file shipped with the package
 
 _NAMES = ("Ava", "Ben", "Chloe", "Diego", "Emma", "Farah", "Gus", "Hana", "Ivan", "Jade", "Kofi", "Lena")
