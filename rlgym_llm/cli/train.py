@@ -4,6 +4,7 @@
     rlgym train credit=gated env=swe sft.enabled=false trainer.steps=50
     rlgym train +experiment=search_igpo
     rlgym sft env=math sft.steps=200              # only the supervised warm-up
+    rlgym train trainer.nproc=2                   # data-parallel: starts 2 processes under torchrun
 
 Exit codes: 0 done, 1 the run failed (the first error is printed), 2 an invalid config.
 """
@@ -11,6 +12,8 @@ Exit codes: 0 done, 1 the run failed (the first error is printed), 2 an invalid 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,15 +51,41 @@ def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
     return cfg, 0
 
 
+def torchrun_command(args: argparse.Namespace, nproc: int, out_dir: str) -> list[str]:
+    """This `rlgym train` command under torchrun: `nproc` processes on this machine (a free
+    rendezvous port), the run folder fixed to `out_dir` (its timestamp is resolved once, here)."""
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    argv += ["-m", "rlgym_llm.cli.main", "train"]
+    if getattr(args, "config_dir", None):
+        argv += ["--config-dir", args.config_dir]
+    for folder in getattr(args, "config_path", None) or ():
+        argv += ["--config-path", folder]
+    keep = [o for o in args.overrides if o.lstrip("+").partition("=")[0] != "out_dir"]
+    return argv + keep + [f"out_dir={out_dir}"]
+
+
 def run_train(args: argparse.Namespace) -> int:
-    """`rlgym train`: SFT warm-up (optional), then the RL loop; prints a before/after summary."""
+    """`rlgym train`: SFT warm-up (optional), then the RL loop; prints a before/after summary.
+    With `trainer.nproc` > 1 and not yet under torchrun, it starts itself under torchrun."""
     cfg, rc = load_or_print("train", args)
     if cfg is None:
         return rc
+    if cfg.trainer.nproc > 1 and "WORLD_SIZE" not in os.environ:
+        from rlgym_llm.recipes import parts
+
+        try:  # the run folder's problems here, with exit code 2, not from inside torchrun's workers
+            parts.run_folder(cfg, create=False)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        # torchrun sets 1 OpenMP thread per process unless told: the config's count instead
+        env = {"OMP_NUM_THREADS": str(cfg.trainer.threads), **os.environ}
+        return subprocess.run(torchrun_command(args, cfg.trainer.nproc, cfg.out_dir), env=env).returncode
     from rlgym_llm.recipes import train
     from rlgym_llm.recipes.parts import ProgressReporter
 
-    reporter = ProgressReporter(enabled=cfg.progress)
+    main_rank = os.environ.get("RANK", "0") == "0"  # the other ranks of a data-parallel run stay quiet
+    reporter = ProgressReporter(enabled=cfg.progress and main_rank)
     try:
         summary = train.run(cfg, report=reporter.line, progress=reporter)
     except ConfigError as e:
@@ -67,6 +96,8 @@ def run_train(args: argparse.Namespace) -> int:
         return 1
     finally:
         reporter.close()
+    if not main_rank:
+        return 0
     fmt = lambda d: "n/a" if d is None else f"{d['success']:.3f}"  # noqa: E731
     print(f"\nrlgym train: {cfg.env.id}, credit={cfg.credit.method}, {summary['steps']} RL steps")
     if summary.get("sft"):

@@ -55,8 +55,10 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
-RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps")
-"""The settings a resumed run may change: where it is and how it reports, and its step budget."""
+RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps", "trainer.nproc", "trainer.sampling_seeds")
+"""The settings a resumed run may change: where it is and how it reports, its step budget, and its
+number of processes (the checkpoint holds the sampling-seed kind it was sampled with: the loop
+refuses another)."""
 
 
 def _flat(x: Any, prefix: str = "") -> dict[str, Any]:
@@ -73,6 +75,12 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     now = _flat(OmegaConf.to_container(OmegaConf.create(config_yaml(cfg))))
     old = _flat(saved)
     missing = object()
+    for key in set(now) - set(old):
+        # A setting added after the run was saved behaved as its default there: not a difference
+        # while it still has that default.
+        default = _field_default(cfg, key, missing)
+        if default is not missing and default == now[key]:
+            old[key] = default
     return [
         f"{key}: {old.get(key, '(absent)')!r} -> {now.get(key, '(absent)')!r}"
         for key in sorted(set(now) | set(old))
@@ -80,8 +88,26 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     ]
 
 
-def run_folder(cfg: Any, command: str = "train") -> Path:
-    """The folder of this run, created, with the composed config written to its `config.yaml`.
+def _field_default(cfg: Any, key: str, missing: Any) -> Any:
+    """The schema default of the dotted setting `key` of a config dataclass tree, or `missing`."""
+    *parents, name = key.split(".")
+    node = cfg
+    for part in parents:
+        node = getattr(node, part, None)
+    if node is None or not dataclasses.is_dataclass(node):
+        return missing
+    for f in dataclasses.fields(node):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return missing
+
+
+def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:
+    """The folder of this run, created, with the composed config written to its `config.yaml`
+    (`create=False`: only checked, as `rlgym train` does before it starts torchrun).
 
     A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
     `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
@@ -119,6 +145,8 @@ def run_folder(cfg: Any, command: str = "train") -> Path:
                     "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
                 ]
             )
+    if not create:
+        return out
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.yaml").write_text(config_yaml(cfg))

@@ -6,6 +6,10 @@ model -> agent -> policy -> managers -> trainer -> loop.
 A run folder (`out_dir`, new for every run) gets: config.yaml (the composed config, every credit
 parameter included), sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step),
 checkpoints/ (exact resume: the same command with `resume=<run folder>`), curve.png and summary.json.
+
+With `trainer.nproc` > 1 every process torchrun started runs this recipe (docs/distributed.md):
+rank 0 makes the run folder and the warm-up, the others load its weights; each builds its own
+engine and rollout manager; rank 0 alone measures held-out success and writes the outputs.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from rlgym_llm.config import TrainConfig
+from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.recipes import parts
 from rlgym_llm.recipes.sft import Report, held_out_manager, warm_up
 from rlgym_llm.rollout.manager import RolloutManager
-from rlgym_llm.rollout.policy import SeededPolicy
+from rlgym_llm.rollout.policy import EpisodeSeededPolicy, SeededPolicy
 from rlgym_llm.rollout.progress import ProgressReporter
 
 logger = logging.getLogger(__name__)
@@ -45,6 +50,41 @@ def run(
     """
     import torch
 
+    from rlgym_llm.train.distributed import Distributed
+
+    start = time.perf_counter()
+    torch.set_num_threads(cfg.trainer.threads)
+    torch.manual_seed(cfg.seed)
+
+    parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
+    t = cfg.trainer
+    on = parts.compute(t.device, t.dtype)
+    dist = Distributed.start(t.nproc, on.device.type)  # one process: rank 0 of 1
+    try:
+        summary = _run(cfg, dist, on, start, report if dist.main else _quiet, on_step, progress)
+    except BaseException:
+        dist.close(failed=True)
+        raise
+    dist.close()
+    return summary
+
+
+def _quiet(line: str) -> None:
+    """The report of ranks other than 0: rank 0 reports for the run."""
+
+
+def _run(
+    cfg: TrainConfig,
+    dist: Any,
+    on: Any,
+    start: float,
+    report: Report,
+    on_step: Callable[[dict[str, Any]], None] | None,
+    progress: ProgressReporter | None,
+) -> dict[str, Any]:
+    """`run` in one process of `dist`."""
+    import torch
+
     from rlgym_llm.rollout.hf_policy import TransformersPolicy
     from rlgym_llm.train import checkpoint
     from rlgym_llm.train.credit_inputs import CreditAssigner
@@ -52,25 +92,39 @@ def run(
     from rlgym_llm.train.plots import learning_curve
     from rlgym_llm.train.trainer import PolicyTrainer
 
-    start = time.perf_counter()
-    torch.set_num_threads(cfg.trainer.threads)
-    torch.manual_seed(cfg.seed)
-
-    parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
-    out = parts.run_folder(cfg)  # a new folder, or the run `resume=` names with the same config
+    # a new folder, or the run `resume=` names with the same config; made by rank 0, whose path
+    # (its timestamp) or problems every rank then takes
+    made: Path | ConfigError | None = None
+    if dist.main:
+        try:
+            made = parts.run_folder(cfg)
+        except ConfigError as e:
+            made = e
+    made = dist.broadcast(made)
+    if isinstance(made, ConfigError):
+        raise made
+    out = Path(str(made))
+    cfg.out_dir = str(out)
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
 
     # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
-    progress = progress or ProgressReporter(enabled=False)
+    progress = progress if progress is not None and dist.main else ProgressReporter(enabled=False)
     t = cfg.trainer
-    on = parts.compute(t.device, t.dtype)
     model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)
     # 2. agent: messages <-> tokens, model text -> actions
     agent = parts.build_agent(cfg.agent, tokenizer)
     sft_info = None
     if cfg.sft.enabled or cfg.sft.init:
-        model, sft_info = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
+        # rank 0 warms up and saves out/sft_model; the other ranks then load it (DDP would also copy
+        # rank 0's weights, but the reference model and a vLLM server start from the folder)
+        if dist.main:
+            model, sft_info = warm_up(
+                cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on
+            )
+        dist.barrier()
+        if not dist.main:
+            model, _ = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
     start_from = warm_start(cfg, out, folder)  # the weights RL starts from, in a folder
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
@@ -78,18 +132,37 @@ def run(
     # 3. policy: the engine that samples, and takes the trainer's weights after every update; a
     # server starts on the warm-up's weights, not the base model's
     lora_rank = t.lora.r if t.lora.enabled else None
-    policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+    if cfg.policy.backend == "vllm" and dist.enabled:
+        policy = node_server(cfg, dist, model, tokenizer, start_from, lora_rank, on)
+    else:
+        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
     # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
     # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
-    engine = policy.detached() if t.off_policy_steps and isinstance(policy, TransformersPolicy) else policy
+    # (in a child process with trainer.off_policy_threads > 0 on the CPU: see rollout/hf_process.py)
+    engine = policy
+    if t.off_policy_steps and isinstance(policy, TransformersPolicy):
+        in_child = on.device.type == "cpu" and on.dtype == torch.float32
+        if t.off_policy_threads and not in_child:
+            logger.warning(
+                "trainer.off_policy_threads=%d: a sampling process runs on the CPU in float32 "
+                "only; sampling ahead in a thread on %s",
+                t.off_policy_threads,
+                on.device,
+            )
+        engine = policy.detached(threads=t.off_policy_threads if in_child else 0)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
-        rollouts = RolloutManager(make_env, agent, SeededPolicy(engine, cfg.seed * 1_000_003), settings)
+        base = cfg.seed * 1_000_003
+        # episode-keyed seeds sample the same tokens however the tasks are split over processes
+        seeding = EpisodeSeededPolicy(engine, base) if t.episode_seeds else SeededPolicy(engine, base)
+        rollouts = RolloutManager(make_env, agent, seeding, settings)
         rollouts.env_id = cfg.env.id
-        held_out = held_out_manager(cfg, make_env, agent, policy)
-        managers += [rollouts, held_out]
+        managers.append(rollouts)
+        held_out = held_out_manager(cfg, make_env, agent, policy) if dist.main else None  # rank 0 evaluates
+        if held_out is not None:
+            managers.append(held_out)
 
         # 5. trainer: the clipped policy loss, the optimizer, and the credit method's per-step inputs
         ref_model = None
@@ -104,7 +177,7 @@ def run(
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
         trainer = PolicyTrainer(
-            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on
+            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on, dist=dist
         )
         first_tasks = cfg.env.train_seed_start
         credit = CreditAssigner.build(
@@ -129,15 +202,27 @@ def run(
             train_seed_start=cfg.env.train_seed_start,
             test_seed_start=cfg.env.test_seed_start,
             progress=progress,
+            dist=dist,
         )
         found = checkpoint.latest(out / "checkpoints") if cfg.resume else None
         if found is not None:
             report(f"resuming from {found}")
-        summary = train(run_parts, t, out, resume=cfg.resume is not None, on_step=on_step, log=metrics_log(cfg, out))
+        summary = train(
+            run_parts,
+            t,
+            out,
+            resume=cfg.resume is not None,
+            on_step=on_step,
+            log=metrics_log(cfg, out) if dist.main else None,
+        )
     finally:
         for manager in managers:
             manager.close()
         asyncio.run(policy.close())
+        if engine is not policy:
+            asyncio.run(engine.close())
+    if not dist.main:
+        return summary  # rank 0 writes the outputs
 
     if cfg.final_model and summary["steps"] == t.steps:  # the run is complete: its last checkpoint
         from rlgym_llm.recipes.export import export
@@ -152,11 +237,31 @@ def run(
     summary.update(sft=sft_info, total_wall_s=time.perf_counter() - start, out_dir=str(out))
     import resource  # Unix only, like the sandboxes
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    summary["cpu_s"] = usage.ru_utime + usage.ru_stime  # wall time depends on what else runs; CPU time does not
+    # wall time depends on what else runs; CPU time does not. Children that have ended count too
+    # (the sampling process of trainer.off_policy_threads, local sandboxes)
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    summary["cpu_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary
+
+
+def node_server(
+    cfg: TrainConfig, dist: Any, model: Any, tokenizer: Any, start_from: Path, lora_rank: int | None, on: Any
+) -> Any:
+    """One vLLM server per machine for a data-parallel run: local rank 0 starts it (on
+    `policy.server_gpus` on a GPU machine) and syncs it; the machine's other ranks are its clients."""
+    from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
+    from rlgym_llm.train.distributed import NodeServer
+
+    owner = None
+    if dist.local_rank == 0:
+        owner = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+
+    def client(url: str, name: str, max_context: int | None) -> OpenAICompatiblePolicy:
+        return OpenAICompatiblePolicy(url, model=name, max_context=max_context)
+
+    return NodeServer(dist, owner, client)
 
 
 def warm_start(cfg: TrainConfig, out: Path, model_dir: Path) -> Path:

@@ -314,7 +314,7 @@ class RolloutManager:
             )
             traj.task_id, traj.opening = str(info.get("task_id", "")), list(opening)
             tools = info.get("tools")
-            episode = Episode(env, ref.seed, list(opening))
+            episode = Episode(env, ref.seed, list(opening), traj.sample_index)
             policy = self.policy.start(episode) if isinstance(self.policy, EpisodePolicy) else self.policy
             history = self.agent.prepare(opening)
             traj.prompt_token_ids = tuple(self.agent.render_prompt(history, tools))

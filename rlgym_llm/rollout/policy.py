@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -118,6 +119,13 @@ class SeededPolicy:
         return await self.inner.generate(prompt_token_ids, dataclasses.replace(sampling, seed=seed))
 
 
+def episode_seed(base: int, task_seed: int | None, sample: int, call: int) -> int:
+    """A sampling seed in [0, 2**31) that depends only on its arguments (a hash: the same in every
+    process, unlike Python's `hash`)."""
+    key = f"{base}:{task_seed}:{sample}:{call}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") % 2**31
+
+
 @dataclass
 class Episode:
     """What a policy bound to one episode may see (see `EpisodePolicy`).
@@ -127,11 +135,13 @@ class Episode:
         seed: the task's seed.
         messages: every message the env has sent so far, the opening first; the rollout manager
             appends each step's messages before the next `generate`.
+        sample: the episode's index in its group (0 .. group_size - 1).
     """
 
     env: Any
     seed: int
     messages: list[Message]
+    sample: int = 0
 
 
 class EpisodePolicy(abc.ABC):
@@ -146,3 +156,32 @@ class EpisodePolicy(abc.ABC):
     @abc.abstractmethod
     def start(self, episode: Episode) -> Policy:
         """The policy of one episode (called after the env's reset)."""
+
+
+class EpisodeSeededPolicy(EpisodePolicy):
+    """Give every generate call a sampling seed keyed by its episode: (task seed, sample index in the
+    group, call number in the episode), hashed with `base` (`episode_seed`).
+
+    Unlike `SeededPolicy`'s call counter, the seeds do not depend on how many episodes run or in
+    which order their calls arrive: a step's tasks split over several processes (`trainer.nproc`)
+    sample what one process samples, and the sampling state a checkpoint needs is empty. A task
+    seed rolled out twice (a refill never repeats one) gets the same seeds again.
+    """
+
+    def __init__(self, inner: Policy, base: int):
+        self.inner, self.base = inner, base
+
+    def start(self, episode: Episode) -> Policy:
+        return _EpisodeSeeds(self.inner, self.base, episode.seed, episode.sample)
+
+
+class _EpisodeSeeds:
+    """One episode's calls of `EpisodeSeededPolicy`."""
+
+    def __init__(self, inner: Policy, base: int, task_seed: int, sample: int):
+        self.inner, self.base, self.task_seed, self.sample, self.calls = inner, base, task_seed, sample, 0
+
+    async def generate(self, prompt_token_ids: Sequence[int], sampling: SamplingParams) -> Completion:
+        seed = episode_seed(self.base, self.task_seed, self.sample, self.calls)
+        self.calls += 1
+        return await self.inner.generate(prompt_token_ids, dataclasses.replace(sampling, seed=seed))

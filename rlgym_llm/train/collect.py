@@ -3,6 +3,7 @@ background thread while the trainer updates (`trainer.off_policy_steps`).
 
     source = Synchronous(run)                 # collect -> update -> sync, one after the other
     source = Ahead(run, off_policy_steps=1)   # step t+1's rollouts sample while step t updates
+    source = Sharded(Synchronous(run), dist)  # each data-parallel rank samples its share of the tasks
 
 Both hand `step_once` a `Draw`: the trajectories of one rollout batch, what they cost, and the
 weights version that sampled them (the number of loop steps whose updates those weights hold).
@@ -26,12 +27,15 @@ from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.progress import ProgressReporter
 
 if TYPE_CHECKING:
+    from rlgym_llm.train.distributed import Distributed
     from rlgym_llm.train.loop import RunParts
 
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "policy_version"
 """`Trajectory.metadata` key: the weights version that sampled the trajectory."""
+RANK_KEY = "rank"
+"""`Trajectory.metadata` key: the data-parallel rank that sampled (and trains on) the trajectory."""
 
 
 @dataclass
@@ -224,3 +228,64 @@ class Ahead:
             self.run.policy.sync_weights(weights)
             self._loaded = version
         return draw(self.run, seeds, version, shown)
+
+
+class Sharded:
+    """`Synchronous` split over the data-parallel ranks: each rank rolls out its contiguous block of
+    a draw's task seeds (`Distributed.shard`: whole tasks, so every group stays on one rank) and
+    receives every rank's trajectories, in the order one process returns them, with the group ids
+    one process gives them. Each trajectory is tagged with its rank (`RANK_KEY`): that rank trains
+    on it. With episode-keyed sampling seeds (`EpisodeSeededPolicy`) the draw is the one a single
+    process samples.
+    """
+
+    def __init__(self, inner: Synchronous, dist: Distributed):
+        self.inner, self.dist = inner, dist
+
+    def __enter__(self) -> Sharded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing runs in the background."""
+
+    def first(self, step: int, seeds: Sequence[int]) -> tuple[Draw, float]:
+        lo, hi = self.dist.shard(len(seeds))
+        mine, waited = self.inner.first(step, list(seeds)[lo:hi])
+        t0 = time.perf_counter()
+        merged = self._merge(mine, lo)
+        return merged, waited + time.perf_counter() - t0  # the wait for the slowest rank included
+
+    def refill(self, step: int, seeds: Sequence[int]) -> Draw:
+        lo, hi = self.dist.shard(len(seeds))
+        return self._merge(self.inner.refill(step, list(seeds)[lo:hi]), lo)
+
+    def before_update(self, step: int) -> None:
+        self.inner.before_update(step)
+
+    def after_update(self, updated: bool) -> None:
+        self.inner.after_update(updated)
+
+    def settle(self) -> dict[int, Draw]:
+        return self.inner.settle()
+
+    def restore(self, draws: dict[int, Draw]) -> None:
+        self.inner.restore(draws)
+
+    def _merge(self, mine: Draw, first_task: int) -> Draw:
+        """Every rank's part of a draw: trajectories and tokens and failures summed, the wall time of
+        the slowest rank, the CPU time of all."""
+        for t in mine.trajectories:  # the manager numbers a call's groups from 0
+            t.group_id = str(first_task + int(t.group_id)) if t.group_id.isdigit() else t.group_id
+            t.metadata[RANK_KEY] = self.dist.rank
+        parts: list[Draw] = self.dist.gather([mine])
+        failures: Counter = Counter()
+        for d in parts:
+            failures.update(d.failures)
+        return Draw(
+            [t for d in parts for t in d.trajectories],
+            sum(d.tokens for d in parts),
+            failures,
+            max(d.wall_s for d in parts),
+            sum(d.cpu_s for d in parts),
+            mine.version,
+        )

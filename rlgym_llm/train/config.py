@@ -24,6 +24,8 @@ Device = Literal["auto", "cpu", "cuda"]
 """Where a local model computes (auto: cuda when torch sees a GPU, else cpu)."""
 Precision = Literal["auto", "float32", "bfloat16"]
 """Matrix-product precision (auto: bfloat16 on a GPU, float32 on CPU); weights stay float32."""
+SamplingSeeds = Literal["auto", "calls", "episode"]
+"""How the training rollouts' sampling seeds are drawn (see `TrainerConfig.sampling_seeds`)."""
 
 
 def _raise(problems: list[str]) -> None:
@@ -151,6 +153,11 @@ class TrainerConfig:
             version that generated it (the metrics' `staleness`); its logprobs are the behaviour
             policy of the truncated importance weight (`loss.recompute_old_logp` is turned on).
             Needs an engine with weights of its own (policy=hf gets a copy of the model).
+        off_policy_threads: with off_policy_steps > 0 and policy=hf on the CPU, n > 0 samples in a
+            child process with n torch threads over shared-memory weights (its own interpreter: it
+            never waits for the trainer's GIL; `rlgym_llm.rollout.hf_process`); 0 (the default):
+            in a thread of the trainer's process, the only way on a GPU. The trainer keeps `threads`.
+            On the 2 shared cores neither was reliably faster (benchmarks/results/peers/grpo_overlap.md).
         max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
             tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
             many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
@@ -171,6 +178,17 @@ class TrainerConfig:
         dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
             bfloat16 runs the matrix products under `torch.autocast`; the weights (the optimizer's
             master copy), logprobs and losses stay float32. A vLLM server on a GPU loads the weights in it.
+        nproc: data-parallel training processes (`torch.distributed`, launched by torchrun; see
+            docs/distributed.md). Each process rolls out its share of a step's tasks (whole groups)
+            and trains on them; the gradients are averaged by DDP (gloo on CPU, NCCL on GPUs), so
+            the update equals one process's on the same batch. `rlgym train trainer.nproc=N`
+            starts N processes on this machine; across machines it is the total (torchrun's world
+            size). Needs trainer.off_policy_steps=0 and tasks_per_step >= nproc.
+        sampling_seeds: `calls`: the n-th generate call of the run gets seed base + n (the order
+            the calls arrive in one process); `episode`: each call's seed is a hash of its task
+            seed, sample index and turn, so a step samples the same tokens however its tasks are
+            split over processes; `auto`: calls with one process, episode with several. A
+            checkpoint resumes only with the kind it was sampled with.
         optim: optimizer and schedule.
         loss: the policy loss.
         lora: LoRA settings.
@@ -182,6 +200,7 @@ class TrainerConfig:
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
     off_policy_steps: int = 0
+    off_policy_threads: int = 0
     max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
@@ -192,6 +211,8 @@ class TrainerConfig:
     max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
+    nproc: int = 1
+    sampling_seeds: SamplingSeeds = "auto"
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
@@ -199,21 +220,56 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         p = [
             f"{k}={getattr(self, k)} must be >= 1"
-            for k in ("steps", "tasks_per_step", "micro_batch_size", "keep_checkpoints", "threads", "max_draws")
+            for k in (
+                "steps",
+                "tasks_per_step",
+                "micro_batch_size",
+                "keep_checkpoints",
+                "threads",
+                "max_draws",
+                "nproc",
+            )
             if getattr(self, k) < 1
         ]
         if self.group_size < 2:
             p.append(f"group_size={self.group_size}: group-relative credit needs >= 2 samples per task (e.g. 8)")
         p += [
             f"{k} must be >= 0"
-            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps")
+            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps", "off_policy_threads")
             if getattr(self, k) < 0
         ]
         if self.eval_every < 0:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
         if not 0 <= self.max_failed_share <= 1:
             p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
+        if self.nproc > 1:
+            p += self._distributed_problems()
         _raise(p)
+
+    def _distributed_problems(self) -> list[str]:
+        """What `nproc > 1` cannot be combined with, each with its fix."""
+        n, p = self.nproc, []
+        if self.off_policy_steps:
+            p.append(
+                f"nproc={n} with off_policy_steps={self.off_policy_steps}: sampling ahead runs in one process "
+                "only so far; set trainer.off_policy_steps=0, or trainer.nproc=1"
+            )
+        if self.tasks_per_step < n:
+            p.append(
+                f"nproc={n} with tasks_per_step={self.tasks_per_step}: each process rolls out whole tasks; "
+                f"set trainer.tasks_per_step >= {n}"
+            )
+        if self.sampling_seeds == "calls":
+            p.append(
+                f"nproc={n} with sampling_seeds=calls: call-counter seeds depend on the order of the calls in one "
+                "process; set trainer.sampling_seeds=episode (or auto)"
+            )
+        return p
+
+    @property
+    def episode_seeds(self) -> bool:
+        """Whether the training rollouts draw episode-keyed sampling seeds (`sampling_seeds`)."""
+        return self.sampling_seeds == "episode" or (self.sampling_seeds == "auto" and self.nproc > 1)
 
 
 @dataclass(frozen=True)

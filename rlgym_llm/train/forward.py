@@ -84,6 +84,21 @@ def masked_logprobs(
     return MaskedForward(_scatter(picked, targets), _scatter(ent, targets))
 
 
+class MaskedPolicy(torch.nn.Module):
+    """`masked_logprobs` of `model` as a module, returning (logp, entropy): what DDP wraps, since
+    DDP averages the gradients of the passes that run through its own forward."""
+
+    def __init__(self, model: Any, lean: bool = True):
+        super().__init__()
+        self.model, self.lean = model, lean
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, mask: torch.Tensor, entropy_grad: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        out = masked_logprobs(self.model, input_ids, attention_mask, mask, entropy_grad=entropy_grad, lean=self.lean)
+        return out.logp, out.entropy
+
+
 def _scatter(values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Place the N selected values back at their (B, T) positions (shifted by one), zeros elsewhere."""
     out = torch.zeros(targets.shape, dtype=values.dtype, device=values.device).masked_scatter(targets, values)

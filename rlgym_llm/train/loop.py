@@ -13,6 +13,11 @@ when more than `trainer.max_failed_share` of a batch fails, the run stops with t
 Everything that draws randomness is keyed by the step (task seeds) or checkpointed (sampling-seed
 counter, optimizer, RNGs), so a run killed and resumed from its last checkpoint continues exactly
 as the uninterrupted run would.
+
+With several processes (`run.dist`, `trainer.nproc`) every rank runs this loop: it rolls out its
+share of the step's tasks (`collect.Sharded`), rank 0 assigns credit on the whole batch and sends
+it to the others, each rank trains on its own trajectories (the gradients averaged by DDP), and
+rank 0 alone evaluates, logs and checkpoints while the others wait at the next step's gather.
 """
 
 from __future__ import annotations
@@ -27,17 +32,19 @@ from typing import Any
 
 import numpy as np
 
+from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit import CreditResult
 from rlgym_llm.credit.trajectories import group_key
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import RolloutManager
-from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
+from rlgym_llm.rollout.policy import EpisodeSeededPolicy, SeededPolicy, TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter
 from rlgym_llm.train import checkpoint
-from rlgym_llm.train.collect import VERSION_KEY, Ahead, Synchronous, run_shown
+from rlgym_llm.train.collect import RANK_KEY, VERSION_KEY, Ahead, Sharded, Synchronous, run_shown
 from rlgym_llm.train.config import TrainerConfig
 from rlgym_llm.train.credit_inputs import CreditAssigner
+from rlgym_llm.train.distributed import Distributed
 from rlgym_llm.train.metrics import MetricsLog
 from rlgym_llm.train.trainer import PolicyTrainer, TrainBatch
 
@@ -60,6 +67,7 @@ class RunParts:
         train_seed_start: step k trains on task seeds train_seed_start + k * tasks_per_step + i.
         test_seed_start: first seed of the held-out tasks of `evaluate`.
         progress: shows the RL steps, each step's rollouts and the held-out evaluations.
+        dist: the data-parallel ranks (default: one process); `trainer` must have been built with it.
     """
 
     rollouts: RolloutManager
@@ -71,6 +79,7 @@ class RunParts:
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
     progress: ProgressReporter = field(default_factory=lambda: ProgressReporter(enabled=False))
+    dist: Distributed = field(default_factory=Distributed)
 
 
 def task_seeds(start: int, tasks_per_step: int, step: int) -> list[int]:
@@ -119,9 +128,10 @@ def evaluate(
     }
 
 
-def step_once(
-    run: RunParts, cfg: TrainerConfig, step: int, source: Synchronous | Ahead | None = None
-) -> dict[str, Any]:
+Source = Synchronous | Ahead | Sharded
+
+
+def step_once(run: RunParts, cfg: TrainerConfig, step: int, source: Source | None = None) -> dict[str, Any]:
     """One training step; returns its metrics record.
 
     With `filter_zero_variance`, groups whose advantages are all 0 are dropped, and while fewer than
@@ -132,9 +142,10 @@ def step_once(
 
     Args:
         source: where the rollouts come from (default `Synchronous`: sampled now, then the update,
-            then the weight sync); an `Ahead` samples the next steps' rollouts during the update.
+            then the weight sync); an `Ahead` samples the next steps' rollouts during the update;
+            with several processes a `Sharded` one gives every rank the whole draw.
     """
-    source = source or Synchronous(run)
+    source = source or (Sharded(Synchronous(run), run.dist) if run.dist.enabled else Synchronous(run))
     # 1. collect: G samples per task, identical seeds within a group
     first, waited = source.first(step, task_seeds(run.train_seed_start, cfg.tasks_per_step, step))
     trajs = first.trajectories
@@ -143,7 +154,7 @@ def step_once(
     t1 = time.perf_counter()
 
     # 2. assign credit: per-step inputs (IGPO, SPA), per-turn advantages, broadcast to completion tokens
-    credit = run.credit(trajs)
+    credit = _credit(run, trajs)
     usable = np.array([not t.failed and len(t.turns) > 0 for t in trajs], dtype=bool)
     chosen, token_adv, keep = _select(trajs, credit, cfg.filter_zero_variance)
     # 2b. dynamic sampling: refill the dropped groups with new tasks, within the draw budget
@@ -160,7 +171,7 @@ def step_once(
         t_refill += refill.wall_s
         draws += 1
         drawn += len(extra)
-        more, more_adv, more_keep = _select(extra, run.credit(extra), True)
+        more, more_adv, more_keep = _select(extra, _credit(run, extra), True)
         new = _kept_groups(extra, more_keep)
         refill_groups += new
         kept += new
@@ -174,8 +185,11 @@ def step_once(
     t_ahead = time.perf_counter() - t2
     t2, c2 = t2 + t_ahead, time.process_time()
     update: dict[str, float] = {}
-    if chosen:
-        update = run.trainer.update(TrainBatch.from_trajectories(chosen, token_adv, run.pad_id))
+    if chosen:  # every rank knows the whole batch: all update, or none
+        # each rank trains on the trajectories it sampled; the loss is normalised over all of them
+        mine = [(t, a) for t, a in zip(chosen, token_adv) if t.metadata.get(RANK_KEY, 0) == run.dist.rank]
+        batch = TrainBatch.from_trajectories([t for t, _ in mine], [a for _, a in mine], run.pad_id) if mine else None
+        update = run.trainer.update(batch)
     t3, c3 = time.perf_counter(), time.process_time()
 
     # 4. sync: the engine samples the next batch from the new weights (with `Ahead`: the next snapshot)
@@ -234,6 +248,14 @@ def step_once(
     for kind, count in failures.items():
         record[f"failures/{kind.value}"] = count
     return record
+
+
+def _credit(run: RunParts, trajectories: Sequence[Trajectory]) -> CreditResult:
+    """The credit of a whole draw: computed by rank 0 (the credit method's state lives there, as in
+    one process) and sent to the other ranks."""
+    if not run.dist.enabled:
+        return run.credit(trajectories)
+    return run.dist.broadcast(run.credit(trajectories) if run.dist.main else None)
 
 
 def _step_status(r: dict[str, Any]) -> str:
@@ -302,45 +324,61 @@ def train(
     """
     out = Path(out_dir)
     ckpt_dir = out / "checkpoints"
-    log = log or MetricsLog(out)
+    main, dist = run.dist.main, run.dist
+    logged: MetricsLog | None = (log or MetricsLog(out)) if main else None  # rank 0 writes the records
     model, trainer = run.trainer.model, run.trainer
     seeded = run.rollouts.policy if isinstance(run.rollouts.policy, SeededPolicy) else None
+    seeding = "episode" if isinstance(run.rollouts.policy, EpisodeSeededPolicy) else "calls"
     state: dict[str, Any] = {"step": 0, "before": None}
-    found = checkpoint.latest(ckpt_dir) if resume else None
+    # every rank loads the checkpoint rank 0 found (the run folder is on storage they share)
+    found = dist.broadcast(checkpoint.latest(ckpt_dir) if resume and main else None)
     if found is not None:
         state = checkpoint.load(found, model, trainer.optimizer, trainer.scheduler)
+        saved_seeding = state.get("sampling_seeds", "calls")
+        if saved_seeding != seeding:
+            raise ConfigError(
+                [
+                    f"{found} was sampled with trainer.sampling_seeds={saved_seeding}; resume it with "
+                    f"trainer.sampling_seeds={saved_seeding} (auto means episode with several processes)"
+                ]
+            )
         trainer.step = state["step"]
         if seeded is not None:
             seeded.calls = state["sampling_calls"]
         run.credit.load_state_dict(state.get("torch_extra", {}).get("credit", {}))
         run.policy.sync_weights(model)
-        log.truncate(state["step"])
+        if logged is not None:
+            logged.truncate(state["step"])
         logger.info("resumed from %s (step %d)", found, state["step"])
-    else:
-        log.truncate(0)
+    elif logged is not None:
+        logged.truncate(0)
     test_seeds = list(range(run.test_seed_start, run.test_seed_start + cfg.eval_tasks))
-    if state["before"] is None and run.eval_rollouts is not None and cfg.eval_tasks:
+    evaluating = main and run.eval_rollouts is not None and cfg.eval_tasks > 0
+    if state["before"] is None and evaluating and run.eval_rollouts is not None:
         state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     start_wall = time.perf_counter()
     done = state["step"]
-    source: Synchronous | Ahead = Synchronous(run)
+    source: Source = Synchronous(run)
     if cfg.off_policy_steps:
         seeds_of = functools.partial(task_seeds, run.train_seed_start, cfg.tasks_per_step)
         source = Ahead(run, cfg.off_policy_steps, cfg.steps, seeds_of)
+    elif dist.enabled:
+        source = Sharded(Synchronous(run), dist)
     source.restore(state.get("torch_extra", {}).get("ahead", {}))
     with source, run.progress.phase("RL steps", cfg.steps) as steps_phase:
         steps_phase.done = done  # a resumed run starts at its checkpoint's step
         for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
             record = step_once(run, cfg, step, source)
             done = step + 1
-            if cfg.eval_every and run.eval_rollouts is not None and cfg.eval_tasks and done % cfg.eval_every == 0:
+            if cfg.eval_every and evaluating and run.eval_rollouts is not None and done % cfg.eval_every == 0:
                 held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
                 record.update({f"eval_{k}": v for k, v in held_out.items()})
-            log.write(record)
-            steps_phase.advance(status=_step_status(record))
-            if on_step is not None:
-                on_step(record)
-            if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
+            if logged is not None:
+                logged.write(record)
+                steps_phase.advance(status=_step_status(record))
+                if on_step is not None:
+                    on_step(record)
+            if main and ((cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps):
                 # the batches sampled ahead are saved with it (their sampling seeds are spent): a
                 # resumed run trains on them as the uninterrupted run does
                 ahead = source.settle()
@@ -350,17 +388,24 @@ def train(
                     model,
                     trainer.optimizer,
                     trainer.scheduler,
-                    extra={"before": state["before"], "sampling_calls": seeded.calls if seeded else 0},
+                    extra={
+                        "before": state["before"],
+                        "sampling_calls": seeded.calls if seeded else 0,
+                        "sampling_seeds": seeding,
+                        "nproc": dist.world,
+                    },
                     keep=cfg.keep_checkpoints,
                     torch_extra={"credit": run.credit.state_dict(), **({"ahead": ahead} if ahead else {})},
                 )
             if stop_after is not None and done_here >= stop_after:
                 break
-    log.close()
-    records = log.read()
+    if logged is None:  # the other ranks: rank 0 holds the records and the evaluations
+        return {"steps": done, "before": None, "after": None, "records": [], "rank": dist.rank}
+    logged.close()
+    records = logged.read()
     finished = done >= cfg.steps
     after = None
-    if finished and run.eval_rollouts is not None and cfg.eval_tasks:
+    if finished and evaluating and run.eval_rollouts is not None:
         last = records[-1] if records else {}
         # the last step's periodic evaluation is the same measurement (same seeds, same weights)
         if "eval_success" in last and last["step"] == cfg.steps:

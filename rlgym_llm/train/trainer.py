@@ -2,11 +2,15 @@
 
 The batch is split into micro-batches whose gradients accumulate; each micro-batch's loss is its exact
 share of the full-batch loss (see `losses.BatchTotals`), so 1 micro-batch of 8 and 8 of 1 give the
-same update.
+same update. With several processes (`train.distributed`) each rank passes its own part of the
+batch: the token and sequence counts are summed over the ranks first, so every share is a share of
+the global loss, and DDP sums the ranks' gradients in the last micro-batch's backward pass; 2 ranks
+with half a batch each give the update of 1 process with all of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +22,8 @@ import torch
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.rollout.device import Compute
 from rlgym_llm.train.config import LossConfig, OptimConfig
-from rlgym_llm.train.forward import MaskedForward, masked_logprobs
+from rlgym_llm.train.distributed import Distributed
+from rlgym_llm.train.forward import MaskedForward, MaskedPolicy, masked_logprobs
 from rlgym_llm.train.losses import BatchTotals, aggregate, kl_penalty, policy_loss
 
 
@@ -84,6 +89,8 @@ class PolicyTrainer:
             `train.forward`); False projects every position, as a plain forward pass does.
         compute: device and compute dtype (`rlgym_llm.rollout.device`; default: float32 where
             `model`'s weights are). The models must already be on its device.
+        dist: the data-parallel ranks (default: one process); with several, `model` is wrapped in
+            DDP now (rank 0's weights are copied to every rank).
     """
 
     def __init__(
@@ -95,8 +102,12 @@ class PolicyTrainer:
         ref_model: Any | None = None,
         lean_head: bool = True,
         compute: Compute | None = None,
+        dist: Distributed | None = None,
     ):
         self.model = model
+        self.dist = dist or Distributed()
+        # the trained forward pass runs through DDP's forward, which prepares the gradient averaging
+        self._ddp: Any = self.dist.wrap(MaskedPolicy(model, lean_head)) if self.dist.enabled else None
         self.compute = compute or Compute.of(model)
         self.loss_cfg = loss or LossConfig()
         self.optim_cfg = optim or OptimConfig()
@@ -149,16 +160,46 @@ class PolicyTrainer:
     def _starts(self, batch: TrainBatch) -> range:
         return range(0, len(batch), self.micro_batch_size)
 
-    def update(self, batch: TrainBatch) -> dict[str, float]:
-        """One optimizer step over `batch` (gradient accumulation over micro-batches). Returns metrics."""
+    def update(self, batch: TrainBatch | None) -> dict[str, float]:
+        """One optimizer step over `batch` (gradient accumulation over micro-batches). Returns metrics.
+
+        With several processes every rank calls it with its part of the batch (None: nothing this
+        step, the rank still joins the gradient averaging); the metrics are the whole batch's."""
         metrics = self.accumulate(batch)
         return {**metrics, **self.apply_gradients()}
 
-    def accumulate(self, batch: TrainBatch) -> dict[str, float]:
+    def _totals(self, batch: TrainBatch) -> BatchTotals:
+        """The whole batch's token and sequence counts (summed over the ranks)."""
+        mask = batch.loss_mask
+        counts = self.dist.sum({"tokens": float(mask.sum()), "sequences": float((mask.sum(-1) > 0).sum())})
+        tokens, sequences = max(int(counts["tokens"]), 1), max(int(counts["sequences"]), 1)
+        return BatchTotals(tokens, sequences, self.loss_cfg.norm_const or 1.0)
+
+    def _nothing(self) -> TrainBatch:
+        """One row with no trained token: a rank with no trajectory this step runs it, so that it
+        takes part in the gradient averaging with a zero gradient."""
+        ids = torch.zeros((1, 2), dtype=torch.long)
+        zeros = torch.zeros((1, 2), dtype=torch.float32)
+        return TrainBatch(ids, torch.ones_like(ids), zeros, zeros, zeros)
+
+    def _trained_forward(self, mb: TrainBatch, entropy_grad: bool) -> MaskedForward:
+        if self._ddp is None:
+            return self._forward(self.model, mb, entropy_grad=entropy_grad)
+        with self.compute.autocast():
+            logp, entropy = self._ddp(mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad)
+        return MaskedForward(logp, entropy)
+
+    def accumulate(self, batch: TrainBatch | None) -> dict[str, float]:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
-        cfg = self.loss_cfg
+        if batch is None:
+            if not self.dist.enabled:
+                raise ValueError("an update needs a batch (None is for a rank with nothing to train on)")
+            batch = self._nothing()
         batch = batch.to(self.compute.device)
-        totals = BatchTotals.of(batch.loss_mask, cfg.norm_const or 1.0)
+        totals = self._totals(batch)
+        # DDP averages the ranks' gradients: each rank's loss is its share of the global loss, times world
+        scale = float(self.dist.world)
+        starts = list(self._starts(batch))
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums = {
@@ -170,38 +211,50 @@ class PolicyTrainer:
             "approx_kl": 0.0,
             "is_weight": 0.0,
         }
-        for start in self._starts(batch):
+        for start in starts:
             mb = batch.slice(start, start + self.micro_batch_size)
-            fwd = self._forward(self.model, mb, entropy_grad=cfg.entropy_coef > 0)
-            logp = fwd.logp
-            # One optimizer step per batch: every micro-batch's forward pass runs at the weights before
-            # the step, so the recomputed pi_old is that pass, detached (no second pass, as TRL's
-            # num_iterations=1); the engine's (behaviour) logprobs then enter the truncated IS weight.
-            old = logp.detach() if cfg.recompute_old_logp else mb.engine_logp
-            engine = mb.engine_logp if cfg.recompute_old_logp else None
-            out = policy_loss(
-                logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap
-            )
-            loss = out.loss
-            share = mb.loss_mask.sum().item() / totals.tokens  # weight of this micro-batch's diagnostics
-            if cfg.kl_coef > 0:
-                with torch.no_grad():
-                    ref_logp = self._forward(self.ref_model, mb).logp
-                kl = aggregate(kl_penalty(logp, ref_logp, cfg.kl_estimator), mb.loss_mask, cfg.agg, totals)
-                loss = loss + cfg.kl_coef * kl
-                sums["kl"] += kl.item()
-            # entropy of the distribution each policy token was sampled from; a graph only for a bonus
-            entropy = aggregate(fwd.entropy, mb.loss_mask, cfg.agg, totals)
-            if cfg.entropy_coef > 0:
-                loss = loss - cfg.entropy_coef * entropy
-            loss.backward()
-            sums["loss"] += loss.item()
-            sums["pg_loss"] += out.loss.item()
-            sums["entropy"] += entropy.item()
-            sums["clip_frac"] += out.clip_fraction.item() * share
-            sums["approx_kl"] += out.approx_kl.item() * share
-            sums["is_weight"] += out.is_weight_mean.item() * share
-        return {**sums, "tokens": float(totals.tokens)}
+            # gradients are averaged over the ranks once, in the last micro-batch's backward pass
+            last = start == starts[-1]
+            with self._ddp.no_sync() if self._ddp is not None and not last else contextlib.nullcontext():
+                sums_mb = self._micro_batch(mb, totals, scale)
+            for k, v in sums_mb.items():
+                sums[k] += v
+        return {**self.dist.sum(sums), "tokens": float(totals.tokens)}
+
+    def _micro_batch(self, mb: TrainBatch, totals: BatchTotals, scale: float) -> dict[str, float]:
+        """Forward and backward of one micro-batch; returns its shares of the batch's metrics."""
+        cfg = self.loss_cfg
+        sums: dict[str, float] = {}
+        fwd = self._trained_forward(mb, entropy_grad=cfg.entropy_coef > 0)
+        logp = fwd.logp
+        # One optimizer step per batch: every micro-batch's forward pass runs at the weights before
+        # the step, so the recomputed pi_old is that pass, detached (no second pass, as TRL's
+        # num_iterations=1); the engine's (behaviour) logprobs then enter the truncated IS weight.
+        old = logp.detach() if cfg.recompute_old_logp else mb.engine_logp
+        engine = mb.engine_logp if cfg.recompute_old_logp else None
+        out = policy_loss(
+            logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap
+        )
+        loss = out.loss
+        share = mb.loss_mask.sum().item() / totals.tokens  # weight of this micro-batch's diagnostics
+        if cfg.kl_coef > 0:
+            with torch.no_grad():
+                ref_logp = self._forward(self.ref_model, mb).logp
+            kl = aggregate(kl_penalty(logp, ref_logp, cfg.kl_estimator), mb.loss_mask, cfg.agg, totals)
+            loss = loss + cfg.kl_coef * kl
+            sums["kl"] = kl.item()
+        # entropy of the distribution each policy token was sampled from; a graph only for a bonus
+        entropy = aggregate(fwd.entropy, mb.loss_mask, cfg.agg, totals)
+        if cfg.entropy_coef > 0:
+            loss = loss - cfg.entropy_coef * entropy
+        (loss * scale if scale != 1.0 else loss).backward()
+        sums["loss"] = loss.item()
+        sums["pg_loss"] = out.loss.item()
+        sums["entropy"] = entropy.item()
+        sums["clip_frac"] = out.clip_fraction.item() * share
+        sums["approx_kl"] = out.approx_kl.item() * share
+        sums["is_weight"] = out.is_weight_mean.item() * share
+        return sums
 
     def apply_gradients(self) -> dict[str, float]:
         """Clip the accumulated gradients, step the optimizer and the schedule."""

@@ -1,8 +1,10 @@
 """Kill-and-resume: `rlgym train` killed (SIGKILL) after a checkpoint and continued with
 `resume=<its folder>` gives the same metrics and the same final weights as an uninterrupted run
-(slow tier), synchronous and with rollouts sampled ahead (`trainer.off_policy_steps=1`: the
-smoke run of that setting through the CLI)."""
+(slow tier), synchronous, with rollouts sampled ahead (`trainer.off_policy_steps=1`: the
+smoke run of that setting through the CLI), and on 2 processes (`trainer.nproc=2`: torchrun and
+its workers are killed together, the way a lost job dies)."""
 
+import contextlib
 import json
 import os
 import signal
@@ -40,6 +42,20 @@ ARGS = [
 TIMING = ("time_", "cpu_", "tokens_per_s")
 
 
+def _process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants, read from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
 def _command(out: Path, *more: str) -> list[str]:
     return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS, *more]
 
@@ -57,11 +73,15 @@ def _weights(out: Path, step: int) -> dict:
     return torch.load(out / "checkpoints" / f"step_{step:06d}" / "trainer.pt", weights_only=False)["model"]
 
 
-@pytest.mark.parametrize("overlap", [0, 1], ids=["synchronous", "off_policy_steps=1"])
-def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir, overlap):
+@pytest.mark.parametrize(
+    "setting",
+    ["trainer.off_policy_steps=0", "trainer.off_policy_steps=1", "trainer.nproc=2"],
+    ids=["synchronous", "off_policy_steps=1", "nproc=2"],
+)
+def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir, setting):
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    setting = f"trainer.off_policy_steps={overlap}"
+    overlap = setting == "trainer.off_policy_steps=1"
     subprocess.run(_command(straight, setting), check=True, env=env, capture_output=True, timeout=600)
     # sampled ahead, step s trains on the rollouts of the weights before step s - 1's update
     assert [r["staleness_max"] for r in _raw(straight)] == ([0, 1, 1, 1] if overlap else [0, 0, 0, 0])
@@ -72,7 +92,9 @@ def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir, overlap):
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert proc.poll() is None, "the run ended before it could be killed"
-    proc.send_signal(signal.SIGKILL)
+    for pid in _process_tree(proc.pid):  # torchrun's workers run in sessions of their own
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     proc.wait()
     assert not (killed / "checkpoints" / "step_000004").exists()
 
