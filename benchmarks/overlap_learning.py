@@ -37,7 +37,15 @@ SETTINGS = (0, 1)  # trainer.off_policy_steps
 SFT = RUNS / "sft"
 # the main job as shipped, but for the held-out measure only before and after RL (eval_every=0: the
 # periodic measures change nothing in training and would cost ~40% more CPU on 2 shared cores)
-COMMON = ["trainer.threads=1", "trainer.save_every=5", "trainer.eval_every=0", "progress=false"]
+# trainer.off_policy_threads=1, as many as the trainer's: the sampling process then samples exactly what
+# a thread of the trainer would (tests/train/test_overlap.py), so runs of either engine compare
+COMMON = [
+    "trainer.threads=1",
+    "trainer.off_policy_threads=1",
+    "trainer.save_every=5",
+    "trainer.eval_every=0",
+    "progress=false",
+]
 
 
 def _run(cmd: list[str], log: Path) -> int:
@@ -80,7 +88,8 @@ def done(seed: int, k: int) -> bool:
 
 def runs(jobs: int) -> None:
     if not (SFT / "sft_model" / "config.json").exists():
-        sft = [sys.executable, "-m", "rlgym_llm.cli.main", "sft", "trainer.eval_tasks=0", *COMMON[:2], "progress=false"]
+        sft = [sys.executable, "-m", "rlgym_llm.cli.main", "sft", "trainer.eval_tasks=0", "trainer.threads=1"]
+        sft += ["trainer.save_every=5", "progress=false"]
         sft.append(f"out_dir={SFT}")
         if _run(sft, RUNS / "sft.log") != 0:
             raise SystemExit(f"the warm-up failed: see {RUNS / 'sft.log'}")

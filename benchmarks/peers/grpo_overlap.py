@@ -7,14 +7,19 @@ synchronous loop and TRL's `GRPOTrainer`, measured in the same run.
 The config of `grpo_update.py` (tiny model, 32 chat prompts, 8 completions = 2 prompts x 4 per
 optimizer step, <= 64 new tokens at temperature 1, clip 0.2, no KL, token-mean loss, AdamW lr 1e-6
 with linear decay, one micro-batch, 2 torch threads, OMP_WAIT_POLICY=PASSIVE). Four systems, each
-run in its own process, in the order ours, TRL, loop, loop-overlap, loop-overlap, loop, TRL, ours
-(`--cycles` times):
+run in its own process, in the order ours, TRL, loop, loop-overlap, loop-overlap-thread,
+loop-overlap-thread, loop-overlap, loop, TRL, ours (`--cycles` times; 568 s with the defaults on the
+2-core machine at load 18-19, an estimated ~5 min with `--steps 2 --warmup 1`; ~8 min more the first
+time, to install TRL's venv):
 - `trl`: `GRPOTrainer` (see `grpo_worker.run_trl`);
 - `ours`: the hand-written sample-then-update loop of `grpo_update.py` (`grpo_worker.run_ours`);
 - `loop`: the product's training loop, `rlgym_llm.train.loop.train`, synchronous (off_policy_steps=0),
   with a one-turn env per prompt, the rollout manager and GRPO credit;
 - `loop-overlap`: the same with off_policy_steps=1 (step t+1 samples from a snapshot while step t
-  updates; pi_old is recomputed, the behaviour logprobs enter the truncated IS weight).
+  updates; pi_old is recomputed, the behaviour logprobs enter the truncated IS weight), the snapshot
+  sampled in a child process with `--sampler-threads` torch threads (`trainer.off_policy_threads`);
+- `loop-overlap-thread`: the same, sampled in a thread of the trainer's process
+  (`trainer.off_policy_threads=0`), sharing its GIL.
 End-to-end completion tokens/s of a step = its completion tokens / its wall time (step start to step
 start: sampling, credit, update, sync, whatever overlaps); cells are medians over the timed steps of
 all runs of a system. Writes benchmarks/results/peers/grpo_overlap.{json,md}.
@@ -43,12 +48,13 @@ import report  # noqa: E402
 import venvs  # noqa: E402
 from env_step import RESULTS, machine  # noqa: E402
 
-SYSTEMS = ("ours", "trl", "loop", "loop-overlap")
+SYSTEMS = ("ours", "trl", "loop", "loop-overlap", "loop-overlap-thread")
 LABELS = {
     "trl": "TRL GRPOTrainer",
     "ours": "ours, hand-written loop (grpo_update.py)",
     "loop": "ours, train loop, off_policy_steps=0",
-    "loop-overlap": "ours, train loop, off_policy_steps=1",
+    "loop-overlap": "ours, train loop, off_policy_steps=1, sampler process",
+    "loop-overlap-thread": "ours, train loop, off_policy_steps=1, sampler thread",
 }
 
 
@@ -82,6 +88,7 @@ def write(result: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "grpo_overlap.json").write_text(json.dumps(result, indent=2) + "\n")
     s, m, r = result["summary"], result["machine"], result["ratios"]
+    thread_vs_trl = r["thread_vs_sync"] * r["sync_vs_trl"]
     lines = [
         "# End-to-end GRPO throughput: rollouts sampled ahead vs synchronous vs TRL GRPOTrainer",
         "",
@@ -94,14 +101,19 @@ def write(result: dict[str, Any]) -> None:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(result["versions"].items())) + ".",
         "",
         f"Settings (every system): {grpo_update.FLAGS}. Order: {' '.join(result['order'])}; "
+        f"loop-overlap's sampling process: {result['sampler_threads']} torch thread(s). "
         f"{result['warmup']} warm-up step(s) per run untimed, {result['steps']} timed; cells are medians over "
         "all timed steps [min-max].",
         "",
         "## Result (end-to-end completion tokens/s, ratios of medians)",
         "",
-        f"- off_policy_steps=1 / off_policy_steps=0 (the train loop): **{r['overlap_vs_sync']:.2f}**",
-        f"- off_policy_steps=1 / TRL: **{r['overlap_vs_trl']:.2f}** "
+        f"- off_policy_steps=1, sampler process / off_policy_steps=0 (the train loop): **{r['overlap_vs_sync']:.2f}**",
+        f"- off_policy_steps=1, sampler process / sampler thread: **{r['process_vs_thread']:.2f}** "
+        f"(the thread / sync: {r['thread_vs_sync']:.2f})",
+        f"- off_policy_steps=1, sampler process / TRL: **{r['overlap_vs_trl']:.2f}** "
         f"(goal >= 1.5: {'met' if r['overlap_vs_trl'] >= 1.5 else '**not met**'})",
+        f"- off_policy_steps=1, sampler thread (the default) / TRL: **{thread_vs_trl:.2f}** "
+        f"(goal >= 1.5: {'met' if thread_vs_trl >= 1.5 else '**not met**'})",
         f"- off_policy_steps=0 (train loop) / TRL: {r['sync_vs_trl']:.2f}",
         f"- hand-written loop (`grpo_update.py`'s ours) / TRL: {r['ours_vs_trl']:.2f}",
         f"- pooled per run (total tokens / total wall), overlap / sync: "
@@ -133,9 +145,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=6, help="timed optimizer steps per run")
     ap.add_argument("--warmup", type=int, default=2, help="untimed optimizer steps per run first")
     ap.add_argument("--cycles", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each system (the trainer's)")
+    ap.add_argument("--sampler-threads", type=int, default=2, help="loop-overlap: the sampling process's torch threads")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--report", action="store_true", help="only rewrite the .md from the .json on disk")
     args = ap.parse_args()
+    if args.report:
+        write(json.loads((RESULTS / "grpo_overlap.json").read_text()))
+        return
     t0 = time.perf_counter()
     venvs.ensure("trl")
     from rlgym_llm.rollout.tiny_model import build_tiny_model
@@ -145,7 +162,7 @@ def main() -> None:
 
     rng = random.Random(0)
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    cycle = ["ours", "trl", "loop", "loop-overlap", "loop-overlap", "loop", "trl", "ours"]
+    cycle = [*SYSTEMS, *reversed(SYSTEMS)]  # ABBA: drifts of the machine's load cancel out in the ratios
     order = [s for _ in range(args.cycles) for s in cycle]
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,6 +175,8 @@ def main() -> None:
     ratios = {
         "overlap_vs_sync": med["loop-overlap"] / med["loop"],
         "overlap_vs_trl": med["loop-overlap"] / med["trl"],
+        "process_vs_thread": med["loop-overlap"] / med["loop-overlap-thread"],
+        "thread_vs_sync": med["loop-overlap-thread"] / med["loop"],
         "sync_vs_trl": med["loop"] / med["trl"],
         "ours_vs_trl": med["ours"] / med["trl"],
         "overlap_vs_sync_per_pair": [
@@ -184,6 +203,7 @@ def main() -> None:
         "order": order,
         "steps": args.steps,
         "warmup": args.warmup,
+        "sampler_threads": args.sampler_threads,
         "summary": summary,
         "ratios": ratios,
         "runs": runs,

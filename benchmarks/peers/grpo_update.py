@@ -51,6 +51,8 @@ def run_worker(system: str, model_dir: Path, prompts: Path, args: argparse.Names
     py = str(venvs.python_of("trl")) if system == "trl" else sys.executable
     cmd = [py, str(HERE / "grpo_worker.py"), system, str(model_dir), str(prompts)]
     cmd += ["--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    if getattr(args, "sampler_threads", None) is not None:
+        cmd += ["--sampler-threads", str(args.sampler_threads)]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)

@@ -19,6 +19,7 @@ for ours: building the padded batch + `PolicyTrainer.update`); tokens = prompt +
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import json
 import tempfile
@@ -161,11 +162,12 @@ def run_ours(model_dir: str, prompts: list[str], steps: int, warmup: int) -> lis
 
 
 def run_loop(
-    model_dir: str, prompts: list[str], steps: int, warmup: int, off_policy_steps: int
+    model_dir: str, prompts: list[str], steps: int, warmup: int, off_policy_steps: int, sampler_threads: int = 0
 ) -> list[dict[str, Any]]:
     """Ours through the product's loop (`rlgym_llm.train.loop.train`): a one-turn env per prompt, the
     rollout manager, GRPO credit, one update per batch; `off_policy_steps=1` samples each batch
-    while the previous update runs (and recomputes pi_old, as that setting requires)."""
+    while the previous update runs (and recomputes pi_old, as that setting requires), in a child
+    process with `sampler_threads` torch threads (0: in a thread of this process)."""
     import torch
 
     from rlgym_agents.tool_calling import ToolCallingAgent
@@ -208,7 +210,7 @@ def run_loop(
     torch.manual_seed(0)
     policy = TransformersPolicy.from_pretrained(model_dir, max_batch_size=BATCH)
     model, tokenizer = policy.model, policy.tokenizer
-    engine = policy.detached() if off_policy_steps else policy
+    engine = policy.detached(threads=sampler_threads) if off_policy_steps else policy
     config = RolloutConfig(
         group_size=GROUP,
         max_turns=1,
@@ -240,7 +242,11 @@ def run_loop(
     marks: list[tuple[float, float, dict[str, Any]]] = [(time.perf_counter(), time.process_time(), {})]
     out = tempfile.mkdtemp(prefix="loop-bench-")
     on_step = lambda r: marks.append((time.perf_counter(), time.process_time(), r))  # noqa: E731
-    train(run, cfg, out, resume=False, on_step=on_step, log=MetricsLog(out, tensorboard=False))
+    try:
+        train(run, cfg, out, resume=False, on_step=on_step, log=MetricsLog(out, tensorboard=False))
+    finally:
+        if engine is not policy:
+            asyncio.run(engine.close())
     records = []
     for (t_prev, c_prev, _), (t, c, r) in itertools.pairwise(marks):
         tokens = round(r["rollout_tokens_per_s"] * r["time_rollout_s"])
@@ -261,20 +267,23 @@ def run_loop(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("system", choices=("ours", "trl", "loop", "loop-overlap"))
+    ap.add_argument("system", choices=("ours", "trl", "loop", "loop-overlap", "loop-overlap-thread"))
     ap.add_argument("model_dir")
     ap.add_argument("prompts", help="a JSON list of user prompts")
     ap.add_argument("--steps", type=int, default=10, help="timed optimizer steps")
     ap.add_argument("--warmup", type=int, default=2, help="untimed optimizer steps first")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sampler-threads", type=int, default=2, help="loop-overlap: the sampling process's torch threads")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
     with open(args.prompts, encoding="utf-8") as f:
         prompts = json.load(f)
-    if args.system in ("loop", "loop-overlap"):
-        records = run_loop(args.model_dir, prompts, args.steps, args.warmup, int(args.system == "loop-overlap"))
+    if args.system.startswith("loop"):
+        k = int(args.system != "loop")
+        sampler = args.sampler_threads if args.system == "loop-overlap" else 0
+        records = run_loop(args.model_dir, prompts, args.steps, args.warmup, k, sampler)
     else:
         run = run_trl if args.system == "trl" else run_ours
         records = run(args.model_dir, prompts, args.steps, args.warmup)

@@ -7,6 +7,8 @@
 
 Each subcommand is a `(add_arguments, run)` pair in `COMMANDS`. `run` does its imports inside the
 function, so heavy subcommands (training, evaluation) cost nothing until they are used.
+Before any subcommand runs (and so before torch is imported), OpenMP's workers are told to sleep
+when idle rather than spin (`OMP_WAIT_POLICY=PASSIVE`, unless set; `rlgym_llm.core.threads`).
 Exit codes: 0 success, 1 the command ran and found problems, 2 usage errors (bad arguments, unknown id).
 """
 
@@ -135,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `rlgym` script; returns the exit code."""
+    from rlgym_llm.core import threads
+
+    threads.quiet_openmp()  # OpenMP reads it once, when `import torch` loads it: set it before any
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -393,8 +393,9 @@ class EvalConfig:
         episode_timeout_s: limit for one episode (generation and env steps); past it the episode
             is recorded as failed.
         call_timeout_s: limit for one generate call (a batch of turns on a local model).
-        threads: torch CPU threads for a local model (null: torch's default). On a machine shared
-            with other jobs, 1 avoids OpenMP threads spinning against each other.
+        threads: torch CPU threads: auto (the CPUs this process may run on) or a number; idle
+            OpenMP workers sleep rather than spin (`OMP_WAIT_POLICY=PASSIVE` unless set;
+            docs/training.md, "CPU threads").
         max_failed_share: fail the evaluation (exit 1, with the first error, no report) when more
             than this share of its episodes fail (an unreachable endpoint, an env that raises);
             1.0: report them as failed episodes.
@@ -421,7 +422,7 @@ class EvalConfig:
     progress: bool = True
     episode_timeout_s: float = 600.0
     call_timeout_s: float = 120.0
-    threads: int | None = None
+    threads: int | Literal["auto"] = "auto"
     max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
@@ -442,8 +443,8 @@ class EvalConfig:
             p.append("`episode_timeout_s` and `call_timeout_s` must be > 0")
         if not 0 <= self.max_failed_share <= 1:
             p.append(f"`max_failed_share={self.max_failed_share}` must be in [0, 1] (1.0: never fail)")
-        if self.threads is not None and self.threads < 1:
-            p.append(f"`threads={self.threads}` must be >= 1 (or null for torch's default)")
+        if self.threads != "auto" and not (type(self.threads) is int and self.threads >= 1):
+            p.append(f"`threads={self.threads!r}` must be auto (the CPUs this process may use) or an int >= 1")
         if p:
             raise ConfigError(p)
 

@@ -36,6 +36,7 @@ def run(cfg: EvalConfig, command: str = "rlgym eval") -> tuple[Any, dict[str, Pa
     """
     from rlgym_llm.eval.report import write_report
 
+    parts.cpu_threads(cfg.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     result = asyncio.run(_evaluate(with_run_settings(cfg)))
     return result, write_report(result, cfg.out_dir, command=command)
 
@@ -124,10 +125,6 @@ class _Engine:
         cfg = self.cfg
         on = parts.compute(cfg.device, cfg.dtype)
         if cfg.policy.backend == "hf":
-            import torch
-
-            if cfg.threads is not None:
-                torch.set_num_threads(cfg.threads)
             model, tokenizer = parts.load_model(self.folder)
             if cfg.checkpoint:
                 model = export.load_weights(model, Path(cfg.checkpoint))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import rlgym_llm
 from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, SandboxConfig, load_config
+from rlgym_llm.core import threads
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.rollout.manager import Agent, RolloutConfig
 from rlgym_llm.rollout.policy import TrainablePolicy
@@ -43,6 +44,22 @@ def load(
     return load_config(config_name, overrides, config_dir, extra)
 
 
+def cpu_threads(setting: int | str) -> int:
+    """Apply the CPU thread policy (`rlgym_llm.core.threads`) and return torch's thread count.
+
+    `OMP_WAIT_POLICY=PASSIVE` goes into the environment first (unless set), so that it is there when
+    torch loads OpenMP, if this is the process's first `import torch`; then torch gets `setting`
+    threads ("auto": the CPUs this process may run on).
+    """
+    threads.quiet_openmp()
+    import torch
+
+    n = threads.resolve(setting)
+    torch.set_num_threads(n)
+    logger.info("torch CPU threads: %d (threads=%s), OMP_WAIT_POLICY=%s", n, setting, os.environ["OMP_WAIT_POLICY"])
+    return n
+
+
 def config_yaml(cfg: Any) -> str:
     """A config as YAML (what `--print-config` shows and a run folder's config.yaml holds)."""
     from omegaconf import OmegaConf
@@ -55,10 +72,18 @@ def config_yaml(cfg: Any) -> str:
     return OmegaConf.to_yaml(plain(dataclasses.asdict(cfg)))
 
 
-RESUMABLE_CHANGES = ("out_dir", "resume", "progress", "trainer.steps", "trainer.nproc", "trainer.sampling_seeds")
-"""The settings a resumed run may change: where it is and how it reports, its step budget, and its
+RESUMABLE_CHANGES = (
+    "out_dir",
+    "resume",
+    "progress",
+    "trainer.steps",
+    "trainer.nproc",
+    "trainer.sampling_seeds",
+    "trainer.threads",
+)
+"""The settings a resumed run may change: where it is and how it reports, its step budget, its
 number of processes (the checkpoint holds the sampling-seed kind it was sampled with: the loop
-refuses another)."""
+refuses another) and its CPU threads (another machine has other cores)."""
 
 
 def _flat(x: Any, prefix: str = "") -> dict[str, Any]:
@@ -75,11 +100,34 @@ def config_differences(saved: dict[str, Any], cfg: Any) -> list[str]:
     now = _flat(OmegaConf.to_container(OmegaConf.create(config_yaml(cfg))))
     old = _flat(saved)
     missing = object()
+    for key in set(now) - set(old):
+        # A setting added after the run was saved behaved as its default there: not a difference
+        # while it still has that default.
+        default = _field_default(cfg, key, missing)
+        if default is not missing and default == now[key]:
+            old[key] = default
     return [
         f"{key}: {old.get(key, '(absent)')!r} -> {now.get(key, '(absent)')!r}"
         for key in sorted(set(now) | set(old))
         if key not in RESUMABLE_CHANGES and old.get(key, missing) != now.get(key, missing)
     ]
+
+
+def _field_default(cfg: Any, key: str, missing: Any) -> Any:
+    """The schema default of the dotted setting `key` of a config dataclass tree, or `missing`."""
+    *parents, name = key.split(".")
+    node = cfg
+    for part in parents:
+        node = getattr(node, part, None)
+    if node is None or not dataclasses.is_dataclass(node):
+        return missing
+    for f in dataclasses.fields(node):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return missing
 
 
 def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:

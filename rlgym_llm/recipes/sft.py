@@ -113,13 +113,13 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
 
     Writes `out_dir/sft_model` and `out_dir/sft_summary.json`; returns the summary.
     """
+    parts.cpu_threads(cfg.trainer.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     import torch
 
     from rlgym_llm.train.loop import evaluate
 
     if not cfg.env.oracle:
         raise ConfigError([f"rlgym sft needs an oracle for {cfg.env.id}: set env.oracle=module:Class"])
-    torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
     # model -> agent
     parts.probe_env(cfg.env, cfg.sandbox)

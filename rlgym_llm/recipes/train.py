@@ -48,12 +48,12 @@ def run(
         on_step: receives each RL step's metrics record.
         progress: shows every phase (SFT, RL steps and their rollouts, held-out evaluations).
     """
+    parts.cpu_threads(cfg.trainer.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     import torch
 
     from rlgym_llm.train.distributed import Distributed
 
     start = time.perf_counter()
-    torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
 
     parts.probe_env(cfg.env, cfg.sandbox)  # the env's own argument checks, before anything heavy
@@ -83,6 +83,8 @@ def _run(
     progress: ProgressReporter | None,
 ) -> dict[str, Any]:
     """`run` in one process of `dist`."""
+    import torch
+
     from rlgym_llm.rollout.hf_policy import TransformersPolicy
     from rlgym_llm.train import checkpoint
     from rlgym_llm.train.credit_inputs import CreditAssigner
@@ -136,7 +138,18 @@ def _run(
         policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
     # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
     # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
-    engine = policy.detached() if t.off_policy_steps and isinstance(policy, TransformersPolicy) else policy
+    # (in a child process with trainer.off_policy_threads > 0 on the CPU: see rollout/hf_process.py)
+    engine = policy
+    if t.off_policy_steps and isinstance(policy, TransformersPolicy):
+        in_child = on.device.type == "cpu" and on.dtype == torch.float32
+        if t.off_policy_threads and not in_child:
+            logger.warning(
+                "trainer.off_policy_threads=%d: a sampling process runs on the CPU in float32 "
+                "only; sampling ahead in a thread on %s",
+                t.off_policy_threads,
+                on.device,
+            )
+        engine = policy.detached(threads=t.off_policy_threads if in_child else 0)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
@@ -206,6 +219,8 @@ def _run(
         for manager in managers:
             manager.close()
         asyncio.run(policy.close())
+        if engine is not policy:
+            asyncio.run(engine.close())
     if not dist.main:
         return summary  # rank 0 writes the outputs
 
@@ -222,8 +237,10 @@ def _run(
     summary.update(sft=sft_info, total_wall_s=time.perf_counter() - start, out_dir=str(out))
     import resource  # Unix only, like the sandboxes
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    summary["cpu_s"] = usage.ru_utime + usage.ru_stime  # wall time depends on what else runs; CPU time does not
+    # wall time depends on what else runs; CPU time does not. Children that have ended count too
+    # (the sampling process of trainer.off_policy_threads, local sandboxes)
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    summary["cpu_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["curve"] = str(curve) if curve else None
     return summary

@@ -153,6 +153,11 @@ class TrainerConfig:
             version that generated it (the metrics' `staleness`); its logprobs are the behaviour
             policy of the truncated importance weight (`loss.recompute_old_logp` is turned on).
             Needs an engine with weights of its own (policy=hf gets a copy of the model).
+        off_policy_threads: with off_policy_steps > 0 and policy=hf on the CPU, n > 0 samples in a
+            child process with n torch threads over shared-memory weights (its own interpreter: it
+            never waits for the trainer's GIL; `rlgym_llm.rollout.hf_process`); 0 (the default):
+            in a thread of the trainer's process, the only way on a GPU. The trainer keeps `threads`.
+            On the 2 shared cores neither was reliably faster (benchmarks/results/peers/grpo_overlap.md).
         max_draws: DAPO's dynamic sampling, with filter_zero_variance: while fewer than
             tasks_per_step groups are kept, draw the missing number of new tasks again, up to this
             many rollout draws per step (DAPO: 10, `max_num_gen_batches`); 1 drops without refilling.
@@ -163,7 +168,10 @@ class TrainerConfig:
         eval_temperature: sampling temperature of the held-out measure (0: greedy).
         save_every: checkpoint every N steps (0: only at the end).
         keep_checkpoints: how many checkpoints to keep.
-        threads: torch CPU threads.
+        threads: torch CPU threads: auto (the CPUs this process may run on: its affinity mask,
+            capped by a cgroup CPU quota; `rlgym_llm.core.threads`) or a number. The `rlgym`
+            command also sets `OMP_WAIT_POLICY=PASSIVE` (unless set) so that idle OpenMP workers
+            sleep instead of spinning against other jobs (docs/training.md, "CPU threads").
         max_failed_share: stop the run (exit 1, with the first error) when more than this share of
             the episodes of a batch fail (a training step, a held-out measure, the SFT
             demonstrations): an env that raises or an unreachable engine is a broken run, not data.
@@ -195,13 +203,14 @@ class TrainerConfig:
     micro_batch_size: int = 16
     filter_zero_variance: bool = True
     off_policy_steps: int = 0
+    off_policy_threads: int = 0
     max_draws: int = 1
     eval_tasks: int = 32
     eval_every: int = 0
     eval_temperature: float = 0.0
     save_every: int = 10
     keep_checkpoints: int = 2
-    threads: int = 2
+    threads: int | Literal["auto"] = "auto"
     max_failed_share: float = 0.5
     device: Device = "auto"
     dtype: Precision = "auto"
@@ -219,17 +228,18 @@ class TrainerConfig:
                 "tasks_per_step",
                 "micro_batch_size",
                 "keep_checkpoints",
-                "threads",
                 "max_draws",
                 "nproc",
             )
             if getattr(self, k) < 1
         ]
+        if self.threads != "auto" and not (type(self.threads) is int and self.threads >= 1):
+            p.append(f"threads={self.threads!r} must be auto (the CPUs this process may use) or an int >= 1")
         if self.group_size < 2:
             p.append(f"group_size={self.group_size}: group-relative credit needs >= 2 samples per task (e.g. 8)")
         p += [
             f"{k} must be >= 0"
-            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps")
+            for k in ("eval_tasks", "save_every", "eval_temperature", "off_policy_steps", "off_policy_threads")
             if getattr(self, k) < 0
         ]
         if self.eval_every < 0:

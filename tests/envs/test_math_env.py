@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import rlgym_llm
 from rlgym_envs.math.calculator import evaluate
-from rlgym_envs.math.env import NO_TOOL_CALL, MathEnv
+from rlgym_envs.math.env import NO_TOOL_CALL, SHORT_PROMPT, SYSTEM_PROMPT, MathEnv
 from rlgym_llm import AssistantTurn, ConfigError, ToolCall
 from rlgym_llm.core.types import signal_problems
 
@@ -178,6 +178,16 @@ def test_bad_config_lists_every_problem():
     assert len(err.value.problems) == 3
     with pytest.raises(ValueError, match="needs a dataset"):
         MathEnv().reset(options={"task_index": 0})
+
+
+def test_level_0_is_arithmetic_only_and_the_short_prompt_is_one_line():
+    with pytest.raises(ConfigError, match="kinds=\\['arithmetic'\\] only"):
+        MathEnv(difficulty=0)
+    with pytest.raises(ConfigError, match="prompt"):
+        MathEnv(prompt="tiny")
+    messages, _ = MathEnv(difficulty=0, kinds=["arithmetic"], prompt="short").reset(seed=3)
+    assert messages[0] == {"role": "system", "content": SHORT_PROMPT}
+    assert MathEnv().reset(seed=3)[0][0]["content"] == SYSTEM_PROMPT
 
 
 def test_kinds_and_difficulty_select_tasks():

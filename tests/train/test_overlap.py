@@ -240,3 +240,77 @@ def test_a_resumed_overlapped_run_trains_on_the_saved_batches_exactly(base, tmp_
     assert list(ahead) == [1] and ahead[1].version == 0  # step 2's batch, sampled with step 1's weights
     assert all(t.metadata[VERSION_KEY] == 0 for t in ahead[1].trajectories)
     assert np.isfinite([r["loss"] for r in b]).all()
+
+
+def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
+    from rlgym_llm.rollout.errors import ContextOverflowError
+    from rlgym_llm.rollout.hf_process import ProcessPolicy
+
+    policy = base[0]
+    here = TransformersPolicy(copy.deepcopy(policy.model), policy.tokenizer)
+    child = ProcessPolicy(copy.deepcopy(policy.model), policy.tokenizer, threads=torch.get_num_threads())
+    try:
+        prompts = [[5, 6, 7, 8], [9, 10, 11]]
+        samplings = [SamplingParams(max_tokens=8, seed=3), SamplingParams(max_tokens=8)]  # seeded, counter-seeded
+        for _ in range(2):  # the unseeded draw follows the engine's call counter, in the child too
+            before = here.generate_batch(prompts, samplings)
+            assert child.generate_batch(prompts, samplings) == before
+        # a weight sync is a copy into the shared tensors: the child samples from the new weights
+        with torch.no_grad():
+            for p in here.model.parameters():
+                p.add_(torch.randn_like(p) * 0.5)
+        child.sync_weights(here.model.state_dict())
+        after = here.generate_batch(prompts, samplings)
+        assert child.generate_batch(prompts, samplings) == after
+        assert [c.token_ids for c in after] != [c.token_ids for c in before]
+        # the child's errors reach the caller with their type (the rollout manager classifies them)
+        with pytest.raises(ContextOverflowError, match="fills the"):
+            child.generate_batch([[1] * (child.max_context + 1)], samplings[:1])
+        # detached(0): an in-process copy of the child's current weights (a seeded draw: a new engine
+        # starts its own call counter)
+        copied = child.detached(0)
+        assert type(copied) is TransformersPolicy
+        assert copied.generate_batch(prompts[:1], samplings[:1]) == here.generate_batch(prompts[:1], samplings[:1])
+    finally:
+        child.shutdown()
+    assert not child._proc.is_alive() and child._proc.exitcode == 0
+    with pytest.raises(RuntimeError, match="sampling process has exited"):
+        child.generate_batch([[1, 2]], [SamplingParams(max_tokens=2)])
+
+
+@pytest.mark.slow  # two short runs and a process start (~1 min idle)
+def test_sampling_ahead_in_a_process_trains_exactly_as_in_a_thread(base, tmp_path):
+    """The child process changes where the batch is sampled, not what: same rollouts, same updates."""
+    from rlgym_llm.rollout.hf_process import ProcessPolicy
+
+    policy = base[0]
+    results = []
+    for in_child in (False, True):
+        engine = (
+            ProcessPolicy(copy.deepcopy(policy.model), policy.tokenizer, threads=torch.get_num_threads())
+            if in_child
+            else None
+        )
+        try:
+            torch.manual_seed(1)
+            run, model = _parts(base, engine=engine, max_tokens=6, lr=3e-3)
+            records = train(run, _cfg(steps=3, off_policy_steps=1), tmp_path / str(in_child), resume=False)["records"]
+        finally:
+            if engine is not None:
+                engine.shutdown()
+        results.append((records, model))
+    (thread_records, thread_model), (child_records, child_model) = results
+    assert [r["staleness_max"] for r in child_records] == [0, 1, 1]
+    for key in ("loss", "is_weight", "staleness", "grad_norm", "entropy"):
+        assert [r[key] for r in child_records] == [r[key] for r in thread_records], key
+    assert all(torch.equal(a, b) for a, b in zip(child_model.parameters(), thread_model.parameters()))
+
+
+def test_off_policy_threads_is_validated():
+    from rlgym_llm.config import load_config
+
+    with pytest.raises(ConfigError, match="off_policy_threads must be >= 0"):
+        TrainerConfig(off_policy_threads=-1)
+    cfg = load_config("train", ["trainer.off_policy_steps=1", "trainer.off_policy_threads=2", "out_dir=/tmp/x"])
+    assert cfg.trainer.off_policy_threads == 2
+    assert TrainerConfig().off_policy_threads == 0  # the default: a thread of the trainer's process

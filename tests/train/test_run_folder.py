@@ -49,6 +49,20 @@ def test_resume_accepts_a_longer_step_budget_only(tmp_path):
     assert not any(p.startswith("trainer.steps") for p in problems)
 
 
+def test_a_setting_added_after_the_run_was_saved_is_no_difference_at_its_default(tmp_path):
+    out = _saved_run(tmp_path, "sft.enabled=false")
+    saved = (out / "config.yaml").read_text()
+    assert "off_policy_threads: 0" in saved
+    # The run was saved by a version without this setting: it behaved as the default there.
+    (out / "config.yaml").write_text(saved.replace("  off_policy_threads: 0\n", ""))
+    assert parts.run_folder(load_config("train", [f"resume={out}", "sft.enabled=false"])) == out
+
+    (out / "config.yaml").write_text(saved.replace("  off_policy_threads: 0\n", ""))
+    with pytest.raises(ConfigError) as e:  # control: a non-default value is a difference
+        parts.run_folder(load_config("train", [f"resume={out}", "sft.enabled=false", "trainer.off_policy_threads=1"]))
+    assert "trainer.off_policy_threads: '(absent)' -> 1" in e.value.problems
+
+
 def test_resume_needs_a_run_folder(tmp_path):
     with pytest.raises(ConfigError, match="no run there"):
         parts.run_folder(load_config("train", [f"resume={tmp_path}"]))

@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
 
 from rlgym_envs.math.calculator import calculate
-from rlgym_envs.math.tasks import DIFFICULTIES, KINDS, generate_task, load_dataset
+from rlgym_envs.math.tasks import EASY_LEVEL, KINDS, LEVELS, generate_task, load_dataset
 from rlgym_envs.math.verify import Verdict, check
 from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
@@ -43,6 +43,10 @@ SYSTEM_PROMPT = (
     "- submit_answer(answer): submits your final answer and ends the episode; only one submission counts.\n"
     "Give exact answers: an integer or a fraction in lowest terms such as 3/4, not a rounded decimal."
 )
+SHORT_PROMPT = "Use calculator(expression), then submit_answer(answer)."
+"""The `prompt="short"` system prompt (16 tokens of the tiny model's tokenizer instead of 167): for a
+model that learns the two calls in its warm-up, not from reading the tool descriptions."""
+PROMPTS = {"full": SYSTEM_PROMPT, "short": SHORT_PROMPT}
 NO_TOOL_CALL = "Please call the submit_answer tool with your final answer (you may use the calculator first)."
 
 
@@ -81,8 +85,12 @@ class MathEnv(Env):
 
     Args:
         difficulty: a level in 1..3, or a list of levels to draw from (generated tasks only).
+            Level 0 (`kinds=["arithmetic"]` only) is one `+` or `-` of two operands in 1..9, the
+            tier of `configs/env/math.yaml`.
         kinds: task kinds to draw from, a subset of `arithmetic`, `fraction`, `linear`, `word`
             (default: all).
+        prompt: the system prompt: `full` describes both tools and the answer format; `short` is
+            one line naming the two calls (`SHORT_PROMPT`), for a model taught the calls by SFT.
         dataset: `{"question", "answer"}` records: a JSONL or Parquet file, a Hugging Face
             `datasets` folder (`save_to_disk`), or `"sample"` (the packaged sample)
             to use instead of the generator. `reset(options={"task_index": i})` picks row i;
@@ -100,6 +108,7 @@ class MathEnv(Env):
         self,
         difficulty: int | Sequence[int] = 1,
         kinds: Sequence[str] | None = None,
+        prompt: Literal["full", "short"] = "full",
         dataset: str | Path | None = None,
         fields: Mapping[str, str] | None = None,
         split: str | None = None,
@@ -109,8 +118,14 @@ class MathEnv(Env):
         super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
         levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
         self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
-        problems = [f"difficulty {d!r} is not one of {list(DIFFICULTIES)}" for d in levels if d not in DIFFICULTIES]
+        problems = [f"difficulty {d!r} is not one of {list(LEVELS)}" for d in levels if d not in LEVELS]
         problems += [f"kind {k!r} is not one of {list(KINDS)}" for k in self.kinds if k not in KINDS]
+        if EASY_LEVEL in levels and set(self.kinds) != {"arithmetic"}:
+            problems.append(
+                f"difficulty {EASY_LEVEL} exists for kinds=['arithmetic'] only, got kinds={list(self.kinds)}"
+            )
+        if prompt not in PROMPTS:
+            problems.append(f"prompt {prompt!r} is not one of {list(PROMPTS)}")
         if not levels:
             problems.append("difficulty must name at least one level")
         if not self.kinds:
@@ -118,6 +133,7 @@ class MathEnv(Env):
         if problems:
             raise ConfigError(problems)
         self.difficulties = tuple(int(d) for d in levels)
+        self.system_prompt = PROMPTS[prompt]
         self.dataset: list[Task] | None = load_dataset(dataset, fields, split) if dataset is not None else None
         self._verdict: Verdict | None = None
         self._calls = 0
@@ -141,7 +157,7 @@ class MathEnv(Env):
         return self.dataset[index]
 
     def opening(self, task: Task) -> Messages:
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
         submitted_before = self._verdict is not None
