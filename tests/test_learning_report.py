@@ -1,6 +1,7 @@
 """`python benchmarks/learning/run.py report` regenerates the learning report from the per-run results
 stored in learning.json, with seed-level statistics, and gives no verdict where a method is GRPO."""
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -87,3 +88,48 @@ def test_a_paper_claim_gets_a_verdict_from_paired_held_out_success(bench):
     assert module.claim_verdict({"gigpo": runs(0.6)[:1], "grpo": runs(0.4)[:1]}, "gigpo", "grpo", "x")[
         "verdict"
     ].startswith("too few paired seeds")
+
+
+def test_a_claim_with_fewer_seeds_than_the_testbed_asks_gets_intervals_but_no_verdict(bench):
+    module, _ = bench
+    runs = {
+        m: [{"seed": s, "success_per_step": [0.3], "heldout": [[0, 0.3], [8, end]], "wall_s": 1.0} for s in range(3)]
+        for m, end in (("gigpo", 0.6), ("grpo", 0.3))
+    }
+    c = module.claim_verdict(runs, "gigpo", "grpo", "x", needed=8)
+    # the difference is clear, but 3 of 8 seeds is not what the testbed asks for
+    assert c["verdict"] == "3 of 8 paired seeds: not enough for a verdict"
+    assert c["heldout_end"]["n"] == 3 and c["heldout_end"]["diff"] == pytest.approx(0.3)
+    assert module.claim_verdict(runs, "gigpo", "grpo", "x", needed=3)["verdict"] == "reproduced"
+
+
+def test_stored_seeds_and_finished_run_folders_merge_and_other_envs_are_kept(bench, monkeypatch):
+    module, results = bench
+    stored = json.loads((results / "learning.json").read_text())
+    # a report of one env keeps every other env's stored results
+    module.write(module.report(["counter"]), "python benchmarks/learning/run.py report --envs counter")
+    out = json.loads((results / "learning.json").read_text())
+    assert set(stored["envs"]) <= set(out["envs"])
+    assert out["envs"]["search"]["methods"].keys() == stored["envs"]["search"]["methods"].keys()
+    # a finished run folder adds its seed to the stored ones; a stored seed whose folder is gone stays
+    # counter asks for a fourth seed; GRPO's seed 3 has finished in its run folder
+    spec = dataclasses.replace(module.ENVS["counter"], seeds=(0, 1, 2, 3))
+    monkeypatch.setitem(module.ENVS, "counter", spec)
+    folder = module.run_dir("counter", "grpo", 3)
+    folder.mkdir(parents=True)
+    records = [
+        {"step": k + 1, "success": 0.5, "grpo_equal_share": 1.0, "skipped_update": False, "failed": 0}
+        | {"trajectories": 48, "zero_variance_share": 0.2}
+        for k in range(spec.steps)
+    ]
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    summary = {"before": {"success": 0.5}, "after": {"success": 0.75}, "total_wall_s": 10.0}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    folder.with_suffix(".cpu").write_text("12.5")
+    merged = module.report(["counter"])["envs"]["counter"]
+    assert merged["methods"]["grpo"]["seeds"] == [0, 1, 2, 3] and merged["methods"]["spa"]["seeds"] == [0, 1, 2]
+    assert merged["cpu_s"]["runs"] == 12.5 and merged["cpu_s"]["runs_counted"] == 1
+    # 3 paired seeds of the 4 asked for: the intervals so far, no verdict
+    lines = [v for v in module.verdicts({"envs": {"counter": merged}}) if v.startswith("counter: spa vs GRPO")]
+    assert len(lines) == 1 and "over 3 paired seeds (of 4: not enough for a verdict" in lines[0]
+    assert "no significant difference" not in lines[0] and "beats" not in lines[0]

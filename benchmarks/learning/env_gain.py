@@ -17,7 +17,11 @@ interval); "GRPO raises held-out success" needs both intervals above 0.
 
 Resumable: a finished run (all its steps in `metrics.jsonl` and a `summary.json`) is skipped, an
 interrupted one resumes from its last checkpoint, and the report covers whichever seeds have finished.
-Run folders: `runs/learning/gain/<env>/`; results: `benchmarks/results/learning/gain_<env>.md`.
+Every finished seed's numbers are also kept in `gain_<env>.json`, so `--report` regenerates the table
+without the run folders. A verdict needs `SEEDS_FOR_VERDICT` seeds; fewer give the interval so far.
+`--steps N` trains fewer steps than the env's config (a smaller budget; it is part of the results' key,
+so runs of different budgets never mix).
+Run folders: `runs/learning/gain/<env>/`; results: `benchmarks/results/learning/gain_<env>.{md,json}`.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RESULTS, ROOT, _run, is_complete
+from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
 
 RUNS = ROOT / "runs" / "learning" / "gain"
 ENVS = ("search", "gui")
 SEEDS = (0, 1, 2, 3, 4)
+SEEDS_FOR_VERDICT = 5  # the issue asks for at least 5 seeds before GRPO's gain gets a verdict
 # bookkeeping only: the tier and the budget come from the env's configs
 COMMON = ["trainer.threads=1", "trainer.save_every=2", "progress=false"]
 
@@ -45,8 +50,9 @@ def sft_dir(env: str) -> Path:
     return RUNS / env / "sft"
 
 
-def run_dir(env: str, seed: int) -> Path:
-    return RUNS / env / f"grpo_s{seed}"
+def run_dir(env: str, seed: int, steps: int | None = None) -> Path:
+    """A seed's run folder; a run with fewer steps than the config's (`--steps`) has its own."""
+    return RUNS / env / (f"grpo_s{seed}" if steps is None else f"grpo_steps{steps}_s{seed}")
 
 
 def steps_of(env: str) -> int:
@@ -57,11 +63,17 @@ def steps_of(env: str) -> int:
 
 
 def sft_cmd(env: str) -> list[str]:
+    # the calibration is each run's held-out success before RL (failures counted) and docs/<env>_env.md
     return ["rlgym", "sft", f"env={env}", "trainer.eval_tasks=0", *COMMON, f"out_dir={sft_dir(env)}"]
 
 
-def train_cmd(env: str, seed: int) -> list[str]:
-    path = run_dir(env, seed)
+def budget(steps: int | None) -> list[str]:
+    """The overrides of a smaller budget: `steps` RL steps, held-out success before and after them."""
+    return [] if steps is None else [f"trainer.steps={steps}", f"trainer.eval_every={steps}"]
+
+
+def train_cmd(env: str, seed: int, steps: int | None = None) -> list[str]:
+    path = run_dir(env, seed, steps)
     return [
         "rlgym",
         "train",
@@ -71,53 +83,70 @@ def train_cmd(env: str, seed: int) -> list[str]:
         # each seed trains on its own task seeds, none of them seen in the warm-up
         f"env.train_seed_start={100_000 * (seed + 1)}",
         f"sft.init={sft_dir(env) / 'sft_model'}",
+        *budget(steps),
         *COMMON,
         f"out_dir={path}",
         *([f"resume={path}"] if (path / "config.yaml").exists() else []),
     ]
 
 
-def grid(env: str, seeds: list[int], jobs: int) -> None:
+def grid(env: str, seeds: list[int], jobs: int, steps: int | None = None) -> None:
     if not (sft_dir(env) / "sft_model" / "config.json").exists():
         _run(sft_cmd(env), sft_dir(env).with_suffix(".log"))
-    steps = steps_of(env)
-    todo = [s for s in seeds if not is_complete(run_dir(env, s), steps)]
+    n = steps or steps_of(env)
+    todo = [s for s in seeds if not is_complete(run_dir(env, s, steps), n)]
     print(f"{env}: {len(todo)} runs to do", flush=True)
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(lambda s: _run(train_cmd(env, s), run_dir(env, s).with_suffix(".log")), todo))
+        list(pool.map(lambda s: _run(train_cmd(env, s, steps), run_dir(env, s, steps).with_suffix(".log")), todo))
 
 
-def collect(env: str, seeds: list[int]) -> list[dict]:
-    """Per finished seed: held-out success before and after RL, the curve, updates and times."""
-    steps = steps_of(env)
-    out = []
+def collect(env: str, seeds: list[int], steps: int | None = None) -> list[dict]:
+    """Per finished seed: held-out success before and after RL, the curve, updates, wall and CPU time;
+    seeds whose run folders are gone come from the stored `gain_<env>.json` (same budget only)."""
+    n = steps or steps_of(env)
+    stored_file = RESULTS / f"gain_{env}.json"
+    stored = json.loads(stored_file.read_text()) if stored_file.exists() else {}
+    kept = {r["seed"]: r for r in stored.get("runs", []) if stored.get("steps") == n}
     for seed in seeds:
-        path = run_dir(env, seed)
-        if not is_complete(path, steps):
+        path = run_dir(env, seed, steps)
+        if not is_complete(path, n):
             continue
-        records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()][:steps]
+        records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()][:n]
         summary = json.loads((path / "summary.json").read_text())
-        out.append(
-            {
-                "seed": seed,
-                "before": summary["before"]["success"],
-                "after": summary["after"]["success"],
-                "curve": [[r["step"], r["eval_success"]] for r in records if r.get("eval_success") is not None],
-                "train_success": [r["success"] for r in records],
-                "updates": sum(not r["skipped_update"] for r in records),
-                "steps": len(records),
-                "wall_s": summary["total_wall_s"],
-            }
-        )
-    return out
+        cpu = path.with_suffix(".cpu")
+        kept[seed] = {
+            "seed": seed,
+            "before": summary["before"]["success"],
+            "after": summary["after"]["success"],
+            "curve": [[r["step"], r["eval_success"]] for r in records if r.get("eval_success") is not None],
+            "train_success": [r["success"] for r in records],
+            "updates": sum(not r["skipped_update"] for r in records),
+            "steps": len(records),
+            "wall_s": summary["total_wall_s"],
+            "cpu_s": float(cpu.read_text()) if cpu.exists() else None,
+            # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
+            "heldout_failed": [summary["before"].get("failed", 0), summary["after"].get("failed", 0)],
+        }
+    return [kept[s] for s in sorted(kept)]
 
 
-def write(env: str, runs: list[dict], command: str) -> Path:
+def write(env: str, runs: list[dict], command: str, steps: int | None = None) -> Path:
     from rlgym_llm.eval.metrics import paired_seed_comparison, seed_mean_interval
 
     RESULTS.mkdir(parents=True, exist_ok=True)
+    stored_file = RESULTS / f"gain_{env}.json"
+    stored = json.loads(stored_file.read_text()) if stored_file.exists() else {}
     sft_file = sft_dir(env) / "sft_summary.json"
-    sft = json.loads(sft_file.read_text()) if sft_file.exists() else {}
+    sft = json.loads(sft_file.read_text()) if sft_file.exists() else stored.get("sft", {})
+    sft_cpu_file = sft_dir(env).with_suffix(".cpu")
+    sft_cpu = float(sft_cpu_file.read_text()) if sft_cpu_file.exists() else stored.get("sft_cpu_s")
+    n_steps = steps or steps_of(env)
+    stored_file.write_text(
+        json.dumps(
+            {"env": env, "steps": n_steps, "overrides": budget(steps), "sft": sft, "sft_cpu_s": sft_cpu, "runs": runs},
+            indent=1,
+        )
+    )
     lines = [
         f"# GRPO on the learnable tier of `{env}`: held-out success before and after RL",
         "",
@@ -127,37 +156,57 @@ def write(env: str, runs: list[dict], command: str) -> Path:
         f"Each run: `{' '.join(train_cmd(env, 0)[:4])} seed=<s>` from the shared warm-up (`rlgym sft env={env}`"
         + (f": loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f}" if "loss_first" in sft else "")
         + "); the tier and budget are `configs/env/"
-        + f"{env}.yaml` and `configs/env_train/{env}.yaml`. Held-out success is on the same tasks and sampling seeds"
+        + f"{env}.yaml` and `configs/env_train/{env}.yaml`"
+        + (f", with a smaller budget: `{' '.join(budget(steps))}`" if steps else "")
+        + ". Held-out success is on the same tasks and sampling seeds"
         " before and after RL; the seed is the unit (`rlgym_llm.eval.paired_seed_comparison`).",
+        "",
+    ]
+    lines += [
+        f"Calibration of the tier (held-out success after the warm-up): [docs/{env}_env.md](../../../docs/{env}_env.md).",
         "",
     ]
     if len(runs) >= 2:
         before, after = [r["before"] for r in runs], [r["after"] for r in runs]
         c = paired_seed_comparison(after, before)
         b, a = seed_mean_interval(before), seed_mean_interval(after)
+        # a verdict needs the seeds the issue asks for; fewer give the interval so far, and say so
+        verdict = (
+            c.verdict("after RL", "before RL")
+            if c.n >= SEEDS_FOR_VERDICT
+            else f"{c.n} of {SEEDS_FOR_VERDICT} seeds, not enough for a verdict (interim interval)"
+        )
         lines += [
             f"**GRPO's held-out gain over {c.n} seeds: {c.diff:+.3f}, bootstrap 95% CI [{c.low:+.3f}, {c.high:+.3f}],"
-            f" paired t 95% [{c.t_low:+.3f}, {c.t_high:+.3f}]: {c.verdict('after RL', 'before RL')}.**",
+            f" paired t 95% [{c.t_low:+.3f}, {c.t_high:+.3f}]: {verdict}.**",
             "",
             f"Held-out success: before RL {b}, after RL {a} (mean over seeds, bootstrap 95% CI).",
             "",
         ]
     else:
-        lines += [f"Only {len(runs)} finished seed(s): no interval yet.", ""]
+        lines += [f"Only {len(runs)} finished seed(s) of {SEEDS_FOR_VERDICT}: no interval yet, no verdict.", ""]
     lines += [
         "| seed | held-out before | held-out after | gain | held-out curve (step: success) | training success per step"
-        " | steps with an update | wall s |",
-        "|---|---:|---:|---:|---|---|---:|---:|",
+        " | steps with an update | wall s | CPU s | held-out episodes failed (before, after) |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---|",
     ]
     for r in runs:
         curve = ", ".join(f"{s}: {v:.2f}" for s, v in r["curve"])
         train = " ".join(f"{v:.2f}" for v in r["train_success"])
+        cpu_s = "-" if r.get("cpu_s") is None else f"{r['cpu_s']:.0f}"
         lines.append(
             f"| {r['seed']} | {r['before']:.3f} | {r['after']:.3f} | {r['after'] - r['before']:+.3f} | {curve} | {train} |"
-            f" {r['updates']}/{r['steps']} | {r['wall_s']:.0f} |"
+            f" {r['updates']}/{r['steps']} | {r['wall_s']:.0f} | {cpu_s} |"
+            f" {', '.join(f'{x:.0f}' for x in r.get('heldout_failed') or []) or '-'} |"
         )
     if runs:
-        lines += ["", f"Mean wall time per run: {np.mean([r['wall_s'] for r in runs]):.0f} s.", ""]
+        cpu = [r["cpu_s"] for r in runs if r.get("cpu_s") is not None]
+        lines += [
+            "",
+            f"Mean wall time per run: {np.mean([r['wall_s'] for r in runs]):.0f} s. CPU (user + system):"
+            f" {sum(cpu):.0f} s over {len(cpu)} runs" + ("" if sft_cpu is None else f", warm-up {sft_cpu:.0f} s") + ".",
+            "",
+        ]
     path = RESULTS / f"gain_{env}.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -169,12 +218,13 @@ def main() -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
     p.add_argument("--report", action="store_true", help="only rewrite the result file from the run folders")
+    p.add_argument("--steps", type=int, default=None, help="RL steps per run (default: the env's config)")
     args = p.parse_args()
     if not args.report:
-        grid(args.env, args.seeds, args.jobs)
-    path = write(
-        args.env, collect(args.env, args.seeds), "python benchmarks/learning/env_gain.py " + " ".join(sys.argv[1:])
-    )
+        stop_on_signal()
+        grid(args.env, args.seeds, args.jobs, args.steps)
+    command = "python benchmarks/learning/env_gain.py " + " ".join(sys.argv[1:])
+    path = write(args.env, collect(args.env, args.seeds, args.steps), command, args.steps)
     print(path.read_text())
     return 0
 

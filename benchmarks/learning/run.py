@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -74,8 +76,11 @@ class EnvSpec:
         ]
 
 
+# Sized for 2 CPU cores shared by several jobs (benchmarks/results/learning/learning.md gives the CPU
+# seconds per run): 4 RL steps, held-out success before and after them. `rlgym train env=<testbed>` itself runs the
+# 8 steps of configs/env_train/<testbed>.yaml.
 TESTBED_BUDGET = {
-    "steps": 8,
+    "steps": 4,
     "tasks_per_step": 4,
     "group_size": 8,
     "eval_tasks": 32,
@@ -141,7 +146,7 @@ ENVS: dict[str, EnvSpec] = {
     ),
     # The testbeds (docs/testbeds.md), each built so that its paper predicts a difference; 8 seeds each.
     # Warm-ups clone the env's noisy teacher (configs/env_train/<env>.yaml); held-out success on 32 tasks
-    # at steps 0, 4 and 8, sampled at temperature 1.
+    # before and after 4 RL steps, sampled at temperature 1.
     "ladder": EnvSpec(
         "ladder",
         ["env=ladder"],
@@ -187,9 +192,28 @@ def sft_dir(env: str) -> Path:
     return RUNS / env / "sft"
 
 
+_STOP = threading.Event()  # set by SIGTERM/SIGINT: no new run starts, the running ones are ended
+_CHILDREN: set[subprocess.Popen] = set()
+
+
+def stop_on_signal() -> None:
+    """On SIGTERM or SIGINT, end the running `rlgym` children and start no more, so that each one's CPU
+    seconds are still recorded (they resume from their last checkpoint on the next grid)."""
+
+    def handler(signum: int, frame: object) -> None:
+        _STOP.set()
+        for proc in list(_CHILDREN):
+            proc.terminate()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
 def _run(cmd: list[str], log: Path) -> int:
     """Run `cmd` with its output in `log`; its CPU seconds (user + system, this process tree) are added
-    to `<log>.cpu` (a resumed run adds its parts)."""
+    to `<log>.cpu` (a resumed run adds its parts). Returns -1 without running once a stop was asked."""
+    if _STOP.is_set():
+        return -1
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
@@ -197,7 +221,11 @@ def _run(cmd: list[str], log: Path) -> int:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (several grids run at once)
+        _CHILDREN.add(proc)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (several grids run at once)
+        finally:
+            _CHILDREN.discard(proc)
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
     cpu_file = log.with_suffix(".cpu")
     before = float(cpu_file.read_text()) if cpu_file.exists() else 0.0
@@ -212,6 +240,8 @@ def sft_cmd(spec: EnvSpec) -> list[str]:
         "sft",
         *spec.env,
         *spec.sft,
+        # no held-out measure here: under load its episodes time out (600 s) and bias it; each run's
+        # step 0 measures the warm-up (failures counted), and docs/testbeds.md has the calibration
         "trainer.eval_tasks=0",
         "trainer.threads=1",
         f"out_dir={sft_dir(spec.name)}",
@@ -327,6 +357,8 @@ def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
         "zero_variance_share": [r["zero_variance_share"] for r in records],
         "wall_s": summary["total_wall_s"],
         "cpu_s": float(cpu.read_text()) if (cpu := path.with_suffix(".cpu")).exists() else None,
+        # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
+        "heldout_failed": sum((summary.get(k) or {}).get("failed", 0) for k in ("before", "after")),
     }
 
 
@@ -398,10 +430,17 @@ def report(envs: list[str]) -> dict:
         sft_file = sft_dir(name) / "sft_summary.json"
         if sft_file.exists():
             env_out["sft_summary"] = json.loads(sft_file.read_text())
+        # stored runs count only if they had this budget (a changed budget starts the env's seeds afresh)
+        same_budget = (
+            old_env.get("budget", env_out["budget"]) == env_out["budget"]
+            and old_env.get("sft", env_out["sft"]) == env_out["sft"]
+        )
         runs: dict[str, list[dict]] = {}
         for method in spec.methods:
-            disk = [r for seed in spec.seeds if (r := _run_from_disk(spec, method, seed)) is not None]
-            runs[method] = disk or _stored_runs(stored, name, method)
+            # per seed: the run folder if it is there and finished, else the result stored in learning.json
+            kept = {r["seed"]: r for r in _stored_runs(stored, name, method)} if same_budget else {}
+            kept.update({seed: r for seed in spec.seeds if (r := _run_from_disk(spec, method, seed)) is not None})
+            runs[method] = [kept[s] for s in sorted(kept)]
         env_out["methods"] = {}
         for method, mine in runs.items():
             if not mine:
@@ -433,11 +472,25 @@ def report(envs: list[str]) -> dict:
                         c = paired_seed_comparison(a, b)
                         entry["vs_grpo"][key] = {**c.to_dict(), "verdict": c.verdict(method, "GRPO")}
             env_out["methods"][method] = entry
-        env_out["claims"] = [claim_verdict(runs, *c) for c in spec.claims]
+        env_out["claims"] = [claim_verdict(runs, *c, needed=len(spec.seeds)) for c in spec.claims]
+        env_out["seeds_wanted"] = len(spec.seeds)
+        # compute: CPU seconds (user + system) of the warm-up and of every finished run
+        cpu = [r["cpu_s"] for rs in runs.values() for r in rs if r.get("cpu_s") is not None]
+        sft_cpu = sft_dir(name).with_suffix(".cpu")
+        env_out["cpu_s"] = {
+            "runs": float(sum(cpu)),
+            "runs_counted": len(cpu),
+            "sft": float(sft_cpu.read_text()) if sft_cpu.exists() else (old_env.get("cpu_s") or {}).get("sft"),
+        }
         # the warm-up's calibration: held-out success at step 0, before RL (one value per run)
         start = [r["heldout"][0][1] for rs in runs.values() for r in rs if r.get("heldout") and r["heldout"][0][0] == 0]
         env_out["heldout_after_warmup"] = {"mean": float(np.mean(start)), "n": len(start)} if start else None
         out["envs"][name] = env_out
+    # envs not regenerated this time keep their stored results (a report of some envs drops none)
+    for name, env_out in stored.get("envs", {}).items():
+        if name not in out["envs"] and name in ENVS:
+            out["envs"][name] = env_out
+    out["envs"] = {name: out["envs"][name] for name in ENVS if name in out["envs"]}
     return out
 
 
@@ -447,10 +500,13 @@ def collapsed(run: dict) -> bool:
     return len(held) > 1 and held[-1][1] < 0.5 * held[0][1]
 
 
-def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim: str) -> dict:
+def claim_verdict(
+    runs: dict[str, list[dict]], method: str, baseline: str, claim: str, needed: int = len(TESTBED_BUDGET["seeds"])
+) -> dict:
     """A paper's claim on a testbed: `reproduced` when the method's held-out success after RL beats the
     baseline's (paired over seeds, the bootstrap and the t interval both above 0), `reversed` when both
-    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it."""
+    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it.
+    With fewer than `needed` paired seeds the intervals are reported but no verdict is given."""
     from rlgym_llm.eval.metrics import paired_seed_comparison
 
     out: dict = {"method": method, "baseline": baseline, "claim": claim}
@@ -462,12 +518,13 @@ def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim
         done = [rs[s] for s in seeds]
         cpu = [r["cpu_s"] for r in done if r.get("cpu_s") is not None]
         out[who] = {
+            "heldout_failed": sum(r.get("heldout_failed", 0) for r in done),
             "collapse_share": float(np.mean([collapsed(r) for r in done])) if done else None,
             "cpu_s_per_run": float(np.mean(cpu)) if cpu else None,
             "wall_s_per_run": float(np.mean([r["wall_s"] for r in done])) if done else None,
         }
     if len(seeds) < 2:
-        out["verdict"] = f"too few paired seeds ({len(seeds)})"
+        out["verdict"] = f"too few paired seeds ({len(seeds)} of {needed}): no verdict"
         return out
     for key in ("heldout_end", "heldout_auc"):
         a = [_summaries(mine[s])[key] for s in seeds]
@@ -477,6 +534,8 @@ def claim_verdict(runs: dict[str, list[dict]], method: str, baseline: str, claim
     c = out.get("heldout_end")
     if c is None:
         out["verdict"] = "no held-out measure"
+    elif len(seeds) < needed:
+        out["verdict"] = f"{len(seeds)} of {needed} paired seeds: not enough for a verdict"
     elif c["low"] > 0 and c["t_low"] > 0:
         out["verdict"] = "reproduced"
     elif c["high"] < 0 and c["t_high"] < 0:
@@ -553,11 +612,12 @@ def write(results: dict, command: str) -> None:
             "seeds: diff [bootstrap 95% CI] (paired t 95%). `reproduced`: both intervals above 0; `reversed`: both",
             "below; else `not reproduced`. Collapse: held-out success after RL below half of its start. CPU:",
             "user + system seconds of one run's process (a warm-up is shared and not counted; SPA's exploration",
-            "and IGPO's scoring passes are inside the run).",
+            "and IGPO's scoring passes are inside the run). A held-out episode that fails (past the rollout's 600 s",
+            "episode timeout, on an overloaded machine) is left out of success; the failed ones are counted.",
             "",
             "| testbed | claim | seeds | held-out after, diff | held-out AUC, diff | collapse (method / baseline)"
-            " | CPU s per run (method / baseline) | verdict |",
-            "|---|---|---|---|---|---|---|---|",
+            " | CPU s per run (method / baseline) | held-out episodes failed (method / baseline) | verdict |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for name, c in claims:
             m, b = c[c["method"]], c[c["baseline"]]
@@ -566,7 +626,8 @@ def write(results: dict, command: str) -> None:
                 f"| {name} | {c['claim']} ({c['method']} vs {c['baseline']}) | {len(c['seeds'])} |"
                 f" {_vs(c.get('heldout_end'))} | {_vs(c.get('heldout_auc'))} |"
                 f" {fmt(m['collapse_share'])} / {fmt(b['collapse_share'])} |"
-                f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} | **{c['verdict']}** |"
+                f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} |"
+                f" {m.get('heldout_failed', '-')} / {b.get('heldout_failed', '-')} | **{c['verdict']}** |"
             )
         lines.append("")
     for name, env in results["envs"].items():
@@ -583,6 +644,10 @@ def write(results: dict, command: str) -> None:
                 f"Held-out success after the warm-up (step 0 of every run): {w['mean']:.3f} (mean of {w['n']} runs).",
                 "",
             ]
+        if env.get("cpu_s") and (env["cpu_s"]["runs_counted"] or env["cpu_s"].get("sft") is not None):
+            c = env["cpu_s"]
+            sft_cpu = "" if c.get("sft") is None else f"; warm-up {c['sft']:.0f} CPU s"
+            lines += [f"Compute: {c['runs']:.0f} CPU s over {c['runs_counted']} finished runs{sft_cpu}.", ""]
         lines += [
             "| method | seeds | training success, last half | training AUC | held-out after | vs GRPO, last half"
             " (diff [bootstrap 95% CI] (paired t 95%), MDD) | vs GRPO, AUC | steps with an update | failed episodes"
@@ -659,16 +724,24 @@ def verdicts(results: dict) -> list[str]:
             if e.get("identical_to_grpo"):
                 out.append(f"{name}: {method} is identical to GRPO here ({e['identical_to_grpo']}): no verdict.")
                 continue
+            if "train_end" not in e["vs_grpo"]:
+                out.append(f"{name}: {method} has no seed in common with GRPO yet: no comparison.")
+                continue
+            n = e["vs_grpo"]["train_end"]["n"]
+            # a verdict needs every seed the env asks for; fewer give the interval so far, and say so
+            enough = n >= len(seeds)
             parts = []
             for key, label in (("train_end", "last half"), ("train_auc", "AUC"), ("heldout_end", "held-out after")):
                 c = e["vs_grpo"].get(key)
                 if c:
                     parts.append(
                         f"{label} {c['diff']:+.3f}, bootstrap [{c['low']:+.3f}, {c['high']:+.3f}], "
-                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]: {c['verdict']}"
+                        f"t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]" + (f": {c['verdict']}" if enough else "")
                     )
             out.append(
-                f"{name}: {method} vs GRPO over {e['vs_grpo']['train_end']['n']} paired seeds: "
+                f"{name}: {method} vs GRPO over {n} paired seeds"
+                + ("" if enough else f" (of {len(seeds)}: not enough for a verdict, interim intervals)")
+                + ": "
                 + "; ".join(parts)
                 + "."
             )
@@ -709,6 +782,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
     args = p.parse_args()
     if args.what in ("all", "grid"):
+        stop_on_signal()
         grid(args.envs, args.jobs)
     if args.what in ("all", "report"):
         write(report(args.envs), "python benchmarks/learning/run.py " + " ".join(sys.argv[1:] or ["all"]))

@@ -1,0 +1,60 @@
+"""`python benchmarks/learning/env_gain.py <env> --report` keeps every finished seed's numbers in
+gain_<env>.json, regenerates the table from them without the run folders, and gives GRPO's gain a
+verdict only with the seeds the issue asks for."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.eval import paired_seed_comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def gain(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
+    spec = importlib.util.spec_from_file_location("env_gain", ROOT / "benchmarks" / "learning" / "env_gain.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "env_gain", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(module, "RUNS", tmp_path / "no_runs")  # only what the result file stores
+    return module
+
+
+def _runs(n, gains):
+    return [
+        {
+            "seed": s,
+            "before": 0.25,
+            "after": 0.25 + gains[s],
+            "curve": [[4, 0.25 + gains[s]]],
+            "train_success": [0.3, 0.4],
+            "updates": 2,
+            "steps": 4,
+            "wall_s": 100.0,
+            "cpu_s": 40.0,
+        }
+        for s in range(n)
+    ]
+
+
+def test_the_stored_seeds_regenerate_the_report_and_the_verdict_waits_for_five_seeds(gain):
+    runs = _runs(3, [0.2, 0.25, 0.3])
+    text = gain.write("search", runs, "python benchmarks/learning/env_gain.py search --steps 4", steps=4).read_text()
+    assert "3 of 5 seeds, not enough for a verdict" in text and "raises" not in text
+    # the run folders are gone: the stored seeds come back as they were, and only for the same budget
+    assert gain.collect("search", [0, 1, 2, 3, 4], steps=4) == runs
+    assert gain.collect("search", [0, 1, 2, 3, 4], steps=2) == []
+    five = _runs(5, [0.2, 0.25, 0.3, 0.22, 0.28])
+    text = gain.write("search", five, "python benchmarks/learning/env_gain.py search --steps 4", steps=4).read_text()
+    want = paired_seed_comparison([r["after"] for r in five], [r["before"] for r in five])
+    assert f"GRPO's held-out gain over 5 seeds: {want.diff:+.3f}" in text
+    assert want.verdict("after RL", "before RL") in text and "not enough" not in text
+    assert "CPU (user + system): 200 s over 5 runs" in text
+    stored = json.loads((gain.RESULTS / "gain_search.json").read_text())
+    assert stored["steps"] == 4 and stored["overrides"] == ["trainer.steps=4", "trainer.eval_every=4"]
