@@ -172,6 +172,7 @@ def run_loop(
 
     from rlgym_agents.tool_calling import ToolCallingAgent
     from rlgym_llm.core.env import Env, Step, Task
+    from rlgym_llm.rollout import hf_process
     from rlgym_llm.rollout.hf_policy import TransformersPolicy
     from rlgym_llm.rollout.manager import RolloutConfig, RolloutManager
     from rlgym_llm.rollout.policy import SamplingParams, SeededPolicy
@@ -210,7 +211,7 @@ def run_loop(
     torch.manual_seed(0)
     policy = TransformersPolicy.from_pretrained(model_dir, max_batch_size=BATCH)
     model, tokenizer = policy.model, policy.tokenizer
-    engine = policy.detached(threads=sampler_threads) if off_policy_steps else policy
+    engine = hf_process.detached(policy, threads=sampler_threads) if off_policy_steps else policy
     config = RolloutConfig(
         group_size=GROUP,
         max_turns=1,

@@ -85,6 +85,7 @@ def _run(
     """`run` in one process of `dist`."""
     import torch
 
+    from rlgym_llm.rollout import hf_process
     from rlgym_llm.rollout.hf_policy import TransformersPolicy
     from rlgym_llm.train import checkpoint
     from rlgym_llm.train.credit_inputs import CreditAssigner
@@ -149,7 +150,7 @@ def _run(
                 t.off_policy_threads,
                 on.device,
             )
-        engine = policy.detached(threads=t.off_policy_threads if in_child else 0)
+        engine = hf_process.detached(policy, threads=t.off_policy_threads if in_child else 0)
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure

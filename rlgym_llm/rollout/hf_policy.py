@@ -104,21 +104,14 @@ class TransformersPolicy:
             self.model.load_state_dict(model.state_dict())
         self.model.eval()
 
-    def detached(self, threads: int = 0) -> TransformersPolicy:
-        """The same engine over a copy of the weights: it samples while the trainer updates the original.
-
-        Args:
-            threads: 0: in this process (a thread of the caller samples, sharing the GIL with the
-                trainer); n > 0: in a child process with n torch threads (`ProcessPolicy`, CPU only).
-        """
+    def detached(self) -> TransformersPolicy:
+        """The same engine over a copy of the weights, in this process: a thread of the caller samples
+        with it (sharing the GIL) while the trainer updates the original. For a child process with its
+        own torch threads, see `rlgym_llm.rollout.hf_process.detached`."""
         import copy
 
         own = copy.deepcopy(self.model).eval()
         own.requires_grad_(False)
-        if threads > 0:
-            from rlgym_llm.rollout.hf_process import ProcessPolicy
-
-            return ProcessPolicy(own, self.tokenizer, self.max_batch_size, self.batch_wait_s, self.max_context, threads)
         return TransformersPolicy(
             own, self.tokenizer, self.max_batch_size, self.batch_wait_s, self.max_context, self.compute
         )

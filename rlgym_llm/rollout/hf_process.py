@@ -135,7 +135,7 @@ class ProcessPolicy(TransformersPolicy):
     def detached(self, threads: int | None = None) -> TransformersPolicy:
         """Another engine over a copy of these weights: a process with `threads` (default: as many
         as this one's), or in this process with 0."""
-        return super().detached(self.threads if threads is None else threads)
+        return detached(self, self.threads if threads is None else threads)
 
     def shutdown(self) -> None:
         """Stop the child (also done when this object is collected, and at exit)."""
@@ -144,3 +144,18 @@ class ProcessPolicy(TransformersPolicy):
     async def close(self) -> None:
         """Stop the child process."""
         self.shutdown()
+
+
+def detached(policy: TransformersPolicy, threads: int = 0) -> TransformersPolicy:
+    """An engine over a copy of `policy`'s weights that samples while the trainer updates the original.
+
+    Args:
+        policy: the trainer's engine.
+        threads: 0: in this process (`TransformersPolicy.detached`: a thread of the caller samples,
+            sharing the GIL with the trainer); n > 0: in a child process with n torch threads
+            (`ProcessPolicy`, CPU and float32 only).
+    """
+    own = TransformersPolicy.detached(policy)  # the base copy, also for a ProcessPolicy
+    if threads <= 0:
+        return own
+    return ProcessPolicy(own.model, own.tokenizer, own.max_batch_size, own.batch_wait_s, own.max_context, threads)

@@ -56,7 +56,11 @@ def test_a_module_that_registers_its_envs(local_module):
 
 
 def test_choosing_a_shipped_env_replaces_the_kwargs_of_the_default_one():
-    assert load_config("train", ["env=math"]).env.kwargs == {"difficulty": 1}
+    assert load_config("train", ["env=math"]).env.kwargs == {
+        "difficulty": 0,
+        "kinds": ["arithmetic"],
+        "prompt": "short",
+    }
     # Counter's `max_target` is gone: only the chosen env's own tier remains
     assert load_config("train", ["env=gui"]).env.kwargs == {"task_apps": ["settings"], "max_subgoals": 1}
 

@@ -99,7 +99,8 @@ def test_switching_methods_and_envs_by_config_alone():
     assert (cfg.env.id, cfg.credit.method, cfg.credit.params["tau"]) == ("rlgym/SWE-v0", "gated", 0.8)
     assert cfg.env.sandbox_kwarg == "backend"  # SWEEnv(backend=...): see test_env_oracles.py
     cfg = load_config("train", ["env=math", "env.kwargs.difficulty=2", "sandbox=docker"])
-    assert cfg.env.kwargs == {"difficulty": 2} and cfg.sandbox.backend == "docker"
+    assert cfg.env.kwargs == {"difficulty": 2, "kinds": ["arithmetic"], "prompt": "short"}
+    assert cfg.sandbox.backend == "docker"
 
 
 def test_every_problem_is_reported_at_once_with_its_fix():

@@ -96,7 +96,9 @@ def test_env_kwargs_are_checked_against_the_env_constructor_at_config_time(capsy
     # the value as a whole, not letter by letter ("difficulty 'b' is not one of ...")
     assert "`env.kwargs.difficulty='banana'` must be int | Sequence[int], got str" in err
     assert "'b'" not in err
-    assert "unknown key `env.kwargs.bogus`; rlgym_envs.math.env:MathEnv takes: difficulty, kinds, dataset" in err
+    assert (
+        "unknown key `env.kwargs.bogus`; rlgym_envs.math.env:MathEnv takes: difficulty, kinds, prompt, dataset" in err
+    )
     assert "`out_dir=/proc/x`: cannot create folders in /proc" in err
     assert main(["train", "--print-config", "env=math", "env.kwargs.difficulty=[1,3]", "env.kwargs.dificulty=2"]) == 2
     assert "did you mean `env.kwargs.difficulty`?" in capsys.readouterr().err
@@ -112,7 +114,8 @@ def test_the_env_constructor_own_checks_run_before_the_model_loads(monkeypatch, 
     monkeypatch.setattr(parts, "model_dir", no_model)
     argv = [command, "env=math", "env.kwargs.difficulty=9", f"out_dir={tmp_path / 'run'}"]
     assert main(argv) == 2
-    assert "rlgym/Math-v0 with env.kwargs={'difficulty': 9}: difficulty 9 is not one of [1, 2, 3]" in (
+    kwargs = "{'difficulty': 9, 'kinds': ['arithmetic'], 'prompt': 'short'}"
+    assert f"rlgym/Math-v0 with env.kwargs={kwargs}: difficulty 9 is not one of [0, 1, 2, 3]" in (
         capsys.readouterr().err
     )
 
