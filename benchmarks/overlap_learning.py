@@ -130,8 +130,10 @@ def report(command: str) -> dict:
         off = [rows[s][0]["gain"] for s in paired]
         cmp = paired_seed_comparison(on, off)
         sync = seed_mean_interval(off)
-        result["paired"] = {k: getattr(cmp, k) for k in ("n", "mean", "low", "high", "t_low", "t_high", "mdd")}
-        result["sync_interval"] = {"mean": sync.mean, "low": sync.low, "high": sync.high}
+        # "mean": the mean paired difference (PairedComparison.diff), overlapped minus synchronous
+        fields = {"n": "n", "mean": "diff", "low": "low", "high": "high", "t_low": "t_low", "t_high": "t_high"}
+        result["paired"] = {key: getattr(cmp, attr) for key, attr in {**fields, "mdd": "mdd"}.items()}
+        result["sync_interval"] = {"mean": sync.point, "low": sync.low, "high": sync.high}
         result["overlap_mean"] = sum(on) / len(on)
         result["within_sync_interval"] = sync.low <= result["overlap_mean"] <= sync.high
         result["not_hurt"] = result["within_sync_interval"] and cmp.t_high >= 0
