@@ -76,6 +76,7 @@ def warm_up(
             env_in_thread=cfg.env.sandbox_kwarg is not None,
             max_failed_share=cfg.trainer.max_failed_share,
             on_episode=shown,
+            episode_timeout_s=cfg.trainer.episode_timeout_s,
         )
     if not any(t.reward > 0 for t in demos):
         raise ConfigError(["the oracle solved none of the SFT episodes; check env.oracle and env.max_turns"])
@@ -102,7 +103,9 @@ def held_out_manager(
 ) -> RolloutManager:
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
     sampling seeds of its own (re-counted from 0 before every measure)."""
-    settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature)
+    settings = parts.rollout_config(
+        cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature, cfg.trainer.episode_timeout_s
+    )
     manager = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed + 7_777_777), settings)
     manager.env_id = cfg.env.id
     return manager

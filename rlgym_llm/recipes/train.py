@@ -154,7 +154,9 @@ def _run(
     managers: list[RolloutManager] = []  # each keeps its envs for reuse until closed
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
-        settings = parts.rollout_config(cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature)
+        settings = parts.rollout_config(
+            cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature, t.episode_timeout_s
+        )
         base = cfg.seed * 1_000_003
         # episode-keyed seeds sample the same tokens however the tasks are split over processes
         seeding = EpisodeSeededPolicy(engine, base) if t.episode_seeds else SeededPolicy(engine, base)

@@ -176,6 +176,9 @@ class TrainerConfig:
             the episodes of a batch fail (a training step, a held-out measure, the SFT
             demonstrations): an env that raises or an unreachable engine is a broken run, not data.
             1.0: never stop.
+        episode_timeout_s: limit for one episode (generation and env steps) in training, the
+            held-out measures and the SFT demonstrations; past it the episode is recorded as
+            failed (and counts toward max_failed_share). Raise it on an overloaded machine.
         device: where the model trains and (policy=hf) samples: auto (cuda when torch sees a GPU),
             cpu or cuda (`rlgym_llm.rollout.device`).
         dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
@@ -212,6 +215,7 @@ class TrainerConfig:
     keep_checkpoints: int = 2
     threads: int | Literal["auto"] = "auto"
     max_failed_share: float = 0.5
+    episode_timeout_s: float = 600.0
     device: Device = "auto"
     dtype: Precision = "auto"
     nproc: int = 1
@@ -246,6 +250,8 @@ class TrainerConfig:
             p.append("eval_every must be >= 0 (0: evaluate only before and after training)")
         if not 0 <= self.max_failed_share <= 1:
             p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
+        if not self.episode_timeout_s > 0:
+            p.append(f"episode_timeout_s must be > 0 seconds, got {self.episode_timeout_s} (e.g. 600)")
         if self.nproc > 1:
             p += self._distributed_problems()
         _raise(p)

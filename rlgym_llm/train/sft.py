@@ -101,6 +101,7 @@ def oracle_trajectories(
     env_in_thread: bool = False,
     max_failed_share: float = 1.0,
     on_episode: Callable[[Trajectory], None] | None = None,
+    episode_timeout_s: float = 600.0,
 ) -> list[Trajectory]:
     """Oracle episodes over `seeds`, played by `OraclePolicy` through a `RolloutManager`.
 
@@ -116,12 +117,18 @@ def oracle_trajectories(
         max_failed_share: raise `TooManyFailuresError` (with the first error) when more than this
             share of the episodes failed.
         on_episode: called with each finished episode (a progress bar).
+        episode_timeout_s: limit for one episode; past it the episode is recorded as failed.
 
     Episodes that failed (the env or the oracle raised) are left out and logged; demonstrations
     have no context limit (the model's `max_context` only bounds its own rollouts).
     """
     config = RolloutConfig(
-        group_size=1, max_turns=max_turns, max_context=sys.maxsize, token_check="off", env_in_thread=env_in_thread
+        group_size=1,
+        max_turns=max_turns,
+        max_context=sys.maxsize,
+        token_check="off",
+        env_in_thread=env_in_thread,
+        episode_timeout_s=episode_timeout_s,
     )
     with RolloutManager(
         env_factory, agent, OraclePolicy(tokenizer, make_oracle, idle_prob), config, on_episode=on_episode

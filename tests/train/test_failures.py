@@ -7,6 +7,8 @@ import textwrap
 import pytest
 
 from rlgym_llm.cli.main import main
+from rlgym_llm.config import load_config
+from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.core.types import Failure, FailureKind, Trajectory
 from rlgym_llm.rollout.errors import TooManyFailuresError, check_failures
 from rlgym_llm.train.loop import updates_summary
@@ -122,3 +124,19 @@ def test_every_phase_shows_progress_in_plain_lines_when_not_on_a_terminal(tmp_pa
     assert "\x1b[" not in err  # no terminal control codes in a log
     steps = next(line for line in lines if line.startswith("RL steps: 2/2"))
     assert len(steps) > 80 and steps.endswith(" done")  # a whole line, not cut at 80 columns
+
+
+def test_trainer_episode_timeout_reaches_the_rollouts(tmp_path, capsys, tiny_model_dir):
+    # a limit no episode can meet: every episode of the first step times out and the run stops
+    out = tmp_path / "run"
+    argv = ["train", f"out_dir={out}", "env=counter", *SMALL, "trainer.eval_tasks=0", "trainer.episode_timeout_s=1e-6"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error: RL step 1: 4 of 4 episodes failed" in err and "episode exceeded 1e-06s" in err
+    # control: the default limit lets the same run finish
+    assert main([*argv[:-1], f"out_dir={tmp_path / 'control'}"]) == 0
+
+
+def test_trainer_episode_timeout_must_be_positive():
+    with pytest.raises(ConfigError, match="episode_timeout_s must be > 0"):
+        load_config("train", ["trainer.episode_timeout_s=0"])
