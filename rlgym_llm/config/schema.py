@@ -209,6 +209,8 @@ class SFTConfig:
         steps: optimizer steps.
         batch_size: trajectories per step.
         lr: AdamW learning rate.
+        lr_schedule: `constant`, or `cosine`: from `lr` down to 0 at the last step (a clone that
+            has just learned something is not shaken by full-size late steps).
         init: a checkpoint folder to start from instead of training (skips SFT when it exists).
         idle_prob: a noisy teacher: each demonstration turn is, with this chance, an idle text turn
             with no tool call instead of the oracle's action (0: the oracle as it is).
@@ -221,6 +223,7 @@ class SFTConfig:
     steps: int = 60
     batch_size: int = 16
     lr: float = 1e-3
+    lr_schedule: Literal["constant", "cosine"] = "constant"
     init: str | None = None
     idle_prob: float = 0.0
     successful_only: bool = True

@@ -84,7 +84,16 @@ def warm_up(
     with progress.phase("SFT steps", cfg.sft.steps) as shown:
         step = lambda i, loss: shown.advance(status=f"loss {loss:.3f}")  # noqa: E731
         losses = sft(
-            model, demos, pad, cfg.sft.steps, cfg.sft.batch_size, cfg.sft.lr, seed=cfg.seed, on_step=step, compute=on
+            model,
+            demos,
+            pad,
+            cfg.sft.steps,
+            cfg.sft.batch_size,
+            cfg.sft.lr,
+            seed=cfg.seed,
+            on_step=step,
+            compute=on,
+            lr_schedule=cfg.sft.lr_schedule,
         )
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)

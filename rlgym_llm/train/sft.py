@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -161,8 +162,11 @@ def sft(
     seed: int = 0,
     on_step: Callable[[int, float], None] | None = None,
     compute: Compute | None = None,
+    lr_schedule: str = "constant",
 ) -> list[float]:
-    """Fine-tune `model` on `trajectories` (AdamW, constant LR, gradient clipping at 1.0).
+    """Fine-tune `model` on `trajectories` (AdamW, gradient clipping at 1.0).
+
+    `lr_schedule`: `constant`, or `cosine` (step i of n at lr * (1 + cos(pi * i / n)) / 2).
 
     `compute` is the device and compute dtype (default: float32 where `model`'s weights are).
 
@@ -172,6 +176,9 @@ def sft(
     rng = random.Random(seed)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr)
+    if lr_schedule not in ("constant", "cosine"):
+        raise ValueError(f"lr_schedule must be constant or cosine, got {lr_schedule!r}")
+    factor = (lambda i: 0.5 * (1 + math.cos(math.pi * i / steps))) if lr_schedule == "cosine" else (lambda i: 1.0)
     order: list[int] = []
     losses = []
     model.train()
@@ -182,6 +189,8 @@ def sft(
         chosen = [trajectories[i] for i in idx]
         masks = [np.asarray(t.loss_mask, dtype=np.float32) for t in chosen]
         batch = TrainBatch.from_trajectories(chosen, masks, pad_id)
+        for group in optimizer.param_groups:
+            group["lr"] = lr * factor(step)
         optimizer.zero_grad(set_to_none=True)
         loss = sft_loss(model, batch, compute)
         loss.backward()

@@ -126,3 +126,40 @@ def test_a_failing_oracle_is_recorded_and_left_out(agent, tiny_tokenizer):
     demos = oracle_trajectories(make_env, agent, tiny_tokenizer, flaky, range(12), 4)
     assert 0 < len(unbroken) < 12 and [t.seed for t in demos] == unbroken
     assert all(t.reward == 1.0 for t in demos)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_the_sft_learning_rate_schedule(schedule, tiny_model_dir, monkeypatch):
+    import math
+
+    import torch
+    from batches import make_trajectories
+    from transformers import AutoModelForCausalLM
+
+    from rlgym_llm.train.sft import sft
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    seen = []
+    step = torch.optim.AdamW.step
+    monkeypatch.setattr(
+        torch.optim.AdamW,
+        "step",
+        lambda self, *a, **k: (seen.append(self.param_groups[0]["lr"]), step(self, *a, **k))[1],
+    )
+    losses = sft(
+        model, make_trajectories(model, n=4, seed=4), pad_id=0, steps=4, batch_size=4, lr=1e-3, lr_schedule=schedule
+    )
+    assert len(losses) == 4
+    if schedule == "constant":
+        assert seen == [1e-3] * 4
+    else:  # from lr down toward 0: (1 + cos(pi i / n)) / 2 at step i
+        assert seen == pytest.approx([1e-3 * (1 + math.cos(math.pi * i / 4)) / 2 for i in range(4)])
+        assert seen[0] == 1e-3 and seen[-1] < 0.2e-3
+
+
+def test_an_unknown_sft_schedule_is_a_config_error():
+    from rlgym_llm.config import load_config
+    from rlgym_llm.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lr_schedule"):
+        load_config("train", ["sft.lr_schedule=linear"])
