@@ -428,8 +428,7 @@ def rollout_config(
     """The rollout manager's config: `group_size` samples per task at `temperature` (training: G
     and the sampling temperature; evaluation: 1 or n and the evaluation temperature), each episode
     limited to `episode_timeout_s` (None: the manager's default)."""
-    timeout = {} if episode_timeout_s is None else {"episode_timeout_s": episode_timeout_s}
-    return RolloutConfig(
+    config = RolloutConfig(
         group_size=group_size,
         max_turns=env.max_turns,
         max_context=policy.max_context,
@@ -439,5 +438,5 @@ def rollout_config(
         # Envs that run code are slow: step them in threads. Others step on the event loop, which
         # keeps batching (and so sampling) deterministic for exact resumes.
         env_in_thread=env.sandbox_kwarg is not None,
-        **timeout,
     )
+    return config if episode_timeout_s is None else dataclasses.replace(config, episode_timeout_s=episode_timeout_s)

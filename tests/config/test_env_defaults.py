@@ -21,8 +21,9 @@ def test_the_demo_keeps_its_choices():
 
 def test_math_inherits_none_of_the_demo_choices():
     cfg = load_config("train", ["env=math", "credit=grpo", "trainer.steps=3"])
-    # Math's own tier (configs/env_train/math.yaml, docs/math_env.md): a noisier, shorter warm-up
-    assert (cfg.sft.idle_prob, cfg.sft.successful_only, cfg.sft.episodes, cfg.sft.steps) == (0.35, False, 256, 200)
+    # Math's own tier (configs/env_train/math.yaml, docs/math_env.md): the oracle itself, longer, cosine
+    assert (cfg.sft.idle_prob, cfg.sft.successful_only, cfg.sft.episodes, cfg.sft.steps) == (0.0, True, 256, 1500)
+    assert cfg.sft.lr_schedule == "cosine"
     assert {k: getattr(cfg.sft, k) for k in DEMO} != DEMO
     assert (cfg.trainer.eval_tasks, cfg.trainer.eval_every, cfg.trainer.eval_temperature) == (64, 5, 1.0)
     assert cfg.policy.sampling.max_tokens == 48

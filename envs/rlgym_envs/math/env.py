@@ -85,7 +85,7 @@ class MathEnv(Env):
 
     Args:
         difficulty: a level in 1..3, or a list of levels to draw from (generated tasks only).
-            Level 0 (`kinds=["arithmetic"]` only) is one `+` or `-` of two operands in 1..9, the
+            Level 0 (`kinds=["arithmetic"]` only) is one `+` or `-` of two operands in 1..5, the
             tier of `configs/env/math.yaml`.
         kinds: task kinds to draw from, a subset of `arithmetic`, `fraction`, `linear`, `word`
             (default: all).
