@@ -1,6 +1,7 @@
 """Does GRPO raise held-out success on a mission env's learnable tier? One result file per env.
 
-    python benchmarks/learning/env_gain.py search            # warm-up, 5 GRPO seeds, report (resumable)
+    python benchmarks/learning/env_gain.py math              # warm-up, 5 GRPO seeds, report (resumable)
+    python benchmarks/learning/env_gain.py search
     python benchmarks/learning/env_gain.py gui --seeds 0 1 2 3 4 5 6 7
     python benchmarks/learning/env_gain.py search --report   # only the report, from the run folders
 
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
 
 RUNS = ROOT / "runs" / "learning" / "gain"
-ENVS = ("search", "gui")
+ENVS = ("math", "search", "gui")
 SEEDS = (0, 1, 2, 3, 4)
 SEEDS_FOR_VERDICT = 5  # the issue asks for at least 5 seeds before GRPO's gain gets a verdict
 # bookkeeping only: the tier and the budget come from the env's configs
