@@ -1,13 +1,13 @@
 """How fast does the tiny model's warm-up learn to copy digits on Math-v0 level 0?
 
 A diagnostic behind the calibration in docs/math_env.md. It trains the tiny model on the oracle's
-demonstrations exactly as `rlgym sft` does (same renderer, loss and AdamW settings), and every
+demonstrations exactly as `rlgym sft` does (its own `sft()` loop, with the config's lr and schedule), and every
 `--every` steps measures, teacher-forced on 64 held-out oracle episodes, how often the argmax
 predicts each digit the answer depends on: the first operand in the calculator call, the second,
 and the answer (the tool result copied into "The answer is ..." and `submit_answer`). It prints one
 JSON line per measure; `--out` also writes them to a file.
 
-    python benchmarks/math_copy_probe.py --easy-max 9 --steps 1200    # operands 1..9
+    python benchmarks/math_copy_probe.py --easy-max 9 --steps 1200    # operands 1..9 (the shipped warm-up: cosine lr)
     python benchmarks/math_copy_probe.py --easy-max 5 --steps 1200    # operands 1..5 (shipped)
     python benchmarks/math_copy_probe.py sft.idle_prob=0.35 sft.successful_only=false  # + config overrides
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import time
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def main() -> None:
 
     from rlgym_llm.config import load_config
     from rlgym_llm.recipes import parts
-    from rlgym_llm.train.sft import oracle_trajectories, sft_loss
+    from rlgym_llm.train.sft import oracle_trajectories, sft
     from rlgym_llm.train.trainer import TrainBatch
 
     torch.set_num_threads(args.threads)
@@ -82,30 +81,26 @@ def main() -> None:
         out["all_digits"] = round(float((right | ~is_digit).all(dim=1).float().mean()), 3)
         return out
 
-    rng = random.Random(cfg.seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr)  # as rlgym_llm.train.sft.sft
-    order: list[int] = []
     start, rows = time.perf_counter(), []
-    model.train()
-    for step in range(1, args.steps + 1):
-        if len(order) < cfg.sft.batch_size:
-            order += rng.sample(range(len(demos)), len(demos))
-        idx, order = order[: cfg.sft.batch_size], order[cfg.sft.batch_size :]
-        optimizer.zero_grad(set_to_none=True)
-        loss = sft_loss(model, batch([demos[i] for i in idx]))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        if step % args.every == 0:
-            row = {
-                "step": step,
-                "loss": round(float(loss.detach()), 3),
-                **measure(),
-                "s": round(time.perf_counter() - start),
-            }
+
+    def on_step(i: int, loss: float) -> None:  # sft() calls it after each step (i from 0)
+        if (i + 1) % args.every == 0:
+            row = {"step": i + 1, "loss": round(loss, 3), **measure(), "s": round(time.perf_counter() - start)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+
+    # the warm-up itself, as `rlgym sft` runs it (its schedule included)
+    sft(
+        model,
+        demos,
+        pad,
+        args.steps,
+        cfg.sft.batch_size,
+        cfg.sft.lr,
+        seed=cfg.seed,
+        on_step=on_step,
+        lr_schedule=cfg.sft.lr_schedule,
+    )
     if args.out:
         args.out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
 
