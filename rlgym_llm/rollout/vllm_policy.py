@@ -212,7 +212,18 @@ class VLLMPolicy:
         """Sample one completion from the server (see `OpenAICompatiblePolicy.generate`)."""
         if self.client is None:
             raise RuntimeError("the vLLM policy is not started; call start() or use it as a context manager")
-        return await self.client.generate(prompt_token_ids, sampling)
+        try:
+            return await self.client.generate(prompt_token_ids, sampling)
+        except EngineError as e:
+            code = self.server.exit_code
+            if code is None:
+                raise
+            # The server this policy owns is gone: say so, with its root cause, instead of "cannot connect".
+            cause = self.server.first_error() or "no error line in its log"
+            raise EngineError(
+                f"the vLLM server exited (code {code}): {cause} (log: {self.server.log_path}); the request: {e}",
+                transient=False,
+            ) from e
 
     # --- weight sync -------------------------------------------------------------------------------
 

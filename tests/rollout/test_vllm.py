@@ -107,6 +107,67 @@ def test_rejects_a_folder_without_a_model(tmp_path):
         VLLMServer(tmp_path)
 
 
+def test_cpu_servers_keep_prefills_whole_and_extra_args_override(model_dir):
+    def option(cmd: list[str], name: str) -> str:
+        return cmd[len(cmd) - 1 - cmd[::-1].index(name) + 1]  # argparse keeps the last one
+
+    cmd = VLLMServer(model_dir, port=8000, python=sys.executable, max_model_len=1024).command()
+    assert "--no-enable-chunked-prefill" in cmd and option(cmd, "--max-num-batched-tokens") == "2048"
+    cmd = VLLMServer(model_dir, port=8000, python=sys.executable, max_model_len=8192).command()
+    assert option(cmd, "--max-num-batched-tokens") == "8192"  # one full-length prompt fits a step
+    extra = ["--enable-chunked-prefill", "--max-num-batched-tokens", "512"]
+    cmd = VLLMServer(model_dir, port=8000, python=sys.executable, extra_args=extra).command()
+    assert cmd[-3:] == extra and option(cmd, "--max-num-batched-tokens") == "512"
+    gpu = VLLMServer(model_dir, port=8000, python=sys.executable, device="cuda").command()
+    assert "--no-enable-chunked-prefill" not in gpu and "--max-num-batched-tokens" not in gpu
+
+
+def test_first_error_finds_the_root_cause_under_vllm_prefixes(model_dir, tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text(
+        'INFO:     127.0.0.1:60340 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+        "(Worker pid=5903) ERROR 11-28 01:48:14 [multiproc_executor.py:1063] Traceback (most recent call last):\n"
+        "(Worker pid=5903) ERROR 11-28 01:48:14 [multiproc_executor.py:1063] RuntimeError: CPU Generator does not\n"
+        "(APIServer pid=5880) ERROR 11-28 01:48:14 [vllm_error.py:54] vllm.v1.engine.exceptions.EngineDeadError: dead\n"
+    )
+    server = VLLMServer(model_dir, log_path=log)
+    assert server.first_error() == "RuntimeError: CPU Generator does not"
+    log.write_text("INFO: all fine\nan Error without a colon\n")
+    assert server.first_error() is None
+    assert VLLMServer(model_dir, log_path=tmp_path / "absent.log").first_error() is None
+
+
+DIES_ON_FIRST_REQUEST = FAKE_API_SERVER.replace(
+    "    def log_message(self, *args):",
+    """    def do_POST(self):
+        print("(Worker pid=1) ERROR 11-28 01:48:14 [runner.py:1] RuntimeError: engine fell over", flush=True)
+        import os; os._exit(7)
+    def log_message(self, *args):""",
+)
+
+
+def test_a_policy_whose_server_died_says_why_instead_of_cannot_connect(model_dir, tmp_path):
+    from rlgym_llm.rollout.errors import EngineError, is_transient
+    from rlgym_llm.rollout.policy import SamplingParams
+    from rlgym_llm.rollout.vllm_policy import VLLMPolicy
+
+    python = _fake_python(tmp_path, DIES_ON_FIRST_REQUEST)
+    policy = VLLMPolicy(
+        model_dir, sync="restart", python=python, startup_timeout_s=30, client_kwargs={"retries": 1, "backoff_s": 0.05}
+    )
+
+    async def ask():
+        async with policy.client:
+            return await policy.generate([1, 2, 3], SamplingParams(max_tokens=4, seed=1))
+
+    with policy:
+        assert policy.server.exit_code is None
+        with pytest.raises(EngineError, match=r"server exited \(code 7\): RuntimeError: engine fell over") as info:
+            asyncio.run(ask())
+        assert not is_transient(info.value)  # a dead server does not come back on retry
+    assert policy.server.exit_code is None  # stopped on purpose: not a crash
+
+
 # --- a real vLLM server -----------------------------------------------------------------------------------
 
 
@@ -247,3 +308,51 @@ def test_serves_smollm2_with_the_transformers_logprobs(vllm_python):
     expected = TransformersPolicy.from_pretrained(str(folder)).score(prompt, completion.token_ids)
     diff = max(abs(a - b) for a, b in zip(completion.logprobs, expected))
     assert diff < 1e-3, f"max |vLLM - transformers| logprob = {diff}"
+
+
+@pytest.mark.vllm
+def test_seeded_prompts_longer_than_a_step_are_served_whole(server):
+    """Every rollout request is seeded; the CPU server must not split their prefills (see the control)."""
+    from rlgym_llm.rollout.policy import SamplingParams
+
+    async def burst():
+        async with _openai_policy(server) as policy:
+            sp = [SamplingParams(max_tokens=4, temperature=1.0, seed=i) for i in range(9)]
+            prompts = [[5] * 1900] + [[6 + i] * 300 for i in range(8)]  # 4,300 prompt tokens: > one 2,048 step
+            return await asyncio.gather(*(policy.generate(p, s) for p, s in zip(prompts, sp)))
+
+    completions = asyncio.run(burst())
+    assert all(len(c.token_ids) > 0 for c in completions)
+    assert server.running
+
+
+@pytest.mark.vllm
+def test_control_vllm_cpu_dies_on_a_split_seeded_prefill_and_the_policy_says_why(vllm_python, tiny_model):
+    """The control for the test above: with vLLM's default chunked prefill and a prompt longer than the
+    step budget, the seeded request kills vllm-cpu's engine ("CPU Generator does not use offset").
+    The policy then reports that cause, not "cannot connect". If a vLLM upgrade fixes the bug, this
+    test fails: drop `VLLMServer._cpu_args` then."""
+    from rlgym_llm.rollout.errors import EngineError
+    from rlgym_llm.rollout.policy import SamplingParams
+    from rlgym_llm.rollout.vllm_policy import VLLMPolicy
+
+    chunked = ["--enable-chunked-prefill", "--max-num-batched-tokens", "1024"]
+    policy = VLLMPolicy(
+        tiny_model,
+        sync="restart",
+        python=vllm_python,
+        extra_args=chunked,
+        client_kwargs={"retries": 1, "backoff_s": 0.5},
+    )
+
+    async def ask():
+        async with policy.client:
+            return await policy.generate([5] * 1500, SamplingParams(max_tokens=4, temperature=1.0, seed=3))
+
+    with (
+        policy,
+        pytest.raises(
+            EngineError, match=r"server exited \(code -?\d+\): RuntimeError: CPU Generator does not use offset"
+        ),
+    ):
+        asyncio.run(ask())
