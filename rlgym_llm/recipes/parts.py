@@ -424,10 +424,12 @@ def rollout_config(
     group_size: int,
     temperature: float,
     episode_timeout_s: float | None = None,
+    call_timeout_s: float | None = None,
 ) -> RolloutConfig:
     """The rollout manager's config: `group_size` samples per task at `temperature` (training: G
     and the sampling temperature; evaluation: 1 or n and the evaluation temperature), each episode
-    limited to `episode_timeout_s` (None: the manager's default)."""
+    limited to `episode_timeout_s` and each generate call to `call_timeout_s` (None: the manager's
+    defaults)."""
     config = RolloutConfig(
         group_size=group_size,
         max_turns=env.max_turns,
@@ -439,4 +441,8 @@ def rollout_config(
         # keeps batching (and so sampling) deterministic for exact resumes.
         env_in_thread=env.sandbox_kwarg is not None,
     )
-    return config if episode_timeout_s is None else dataclasses.replace(config, episode_timeout_s=episode_timeout_s)
+    if episode_timeout_s is not None:
+        config = dataclasses.replace(config, episode_timeout_s=episode_timeout_s)
+    if call_timeout_s is not None:
+        config = dataclasses.replace(config, call_timeout_s=call_timeout_s)
+    return config

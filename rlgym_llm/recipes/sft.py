@@ -113,7 +113,13 @@ def held_out_manager(
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
     sampling seeds of its own (re-counted from 0 before every measure)."""
     settings = parts.rollout_config(
-        cfg.policy, cfg.env, cfg.agent, 1, cfg.trainer.eval_temperature, cfg.trainer.episode_timeout_s
+        cfg.policy,
+        cfg.env,
+        cfg.agent,
+        1,
+        cfg.trainer.eval_temperature,
+        cfg.trainer.episode_timeout_s,
+        cfg.trainer.call_timeout_s,
     )
     manager = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed + 7_777_777), settings)
     manager.env_id = cfg.env.id

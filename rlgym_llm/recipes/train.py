@@ -155,7 +155,13 @@ def _run(
     try:
         # 4. managers: G samples per training task; one per held-out task for the success measure
         settings = parts.rollout_config(
-            cfg.policy, cfg.env, cfg.agent, t.group_size, cfg.policy.sampling.temperature, t.episode_timeout_s
+            cfg.policy,
+            cfg.env,
+            cfg.agent,
+            t.group_size,
+            cfg.policy.sampling.temperature,
+            t.episode_timeout_s,
+            t.call_timeout_s,
         )
         base = cfg.seed * 1_000_003
         # episode-keyed seeds sample the same tokens however the tasks are split over processes

@@ -296,9 +296,13 @@ class RolloutManager:
                 last = e
                 kind = classify(e, default=FailureKind.ENGINE)
                 if kind is not FailureKind.ENGINE or not is_transient(e) or attempt == cfg.retries:
-                    raise _EpisodeFailed(
-                        Failure(kind, type(e).__name__, str(e)[:2000] or repr(e), turn, attempt + 1)
-                    ) from e
+                    message = str(e)[:2000] or repr(e)
+                    if isinstance(e, TimeoutError) and not str(e):  # wait_for's: say which limit, and how to raise it
+                        message = (
+                            f"the generate call took longer than call_timeout_s={cfg.call_timeout_s}s "
+                            f"(attempt {attempt + 1} of {cfg.retries + 1}); raise the limit on a loaded machine"
+                        )
+                    raise _EpisodeFailed(Failure(kind, type(e).__name__, message, turn, attempt + 1)) from e
                 await asyncio.sleep(cfg.retry_backoff_s * 2**attempt)
             finally:
                 self.stats.generate_s += time.perf_counter() - t0

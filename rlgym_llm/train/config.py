@@ -179,6 +179,9 @@ class TrainerConfig:
         episode_timeout_s: limit for one episode (generation and env steps) in training, the
             held-out measures and the SFT demonstrations; past it the episode is recorded as
             failed (and counts toward max_failed_share). Raise it on an overloaded machine.
+        call_timeout_s: limit for one generate call in the same places (with policy=hf one call
+            samples a batch of turns); past it the call is retried if the engine allows, then the
+            episode fails. Raise it on an overloaded machine or for long completions.
         device: where the model trains and (policy=hf) samples: auto (cuda when torch sees a GPU),
             cpu or cuda (`rlgym_llm.rollout.device`).
         dtype: compute precision: auto (bfloat16 on a GPU, float32 on CPU), float32 or bfloat16.
@@ -216,6 +219,7 @@ class TrainerConfig:
     threads: int | Literal["auto"] = "auto"
     max_failed_share: float = 0.5
     episode_timeout_s: float = 600.0
+    call_timeout_s: float = 120.0
     device: Device = "auto"
     dtype: Precision = "auto"
     nproc: int = 1
@@ -252,6 +256,8 @@ class TrainerConfig:
             p.append(f"max_failed_share must be in [0, 1], got {self.max_failed_share} (1.0: never stop)")
         if not self.episode_timeout_s > 0:
             p.append(f"episode_timeout_s must be > 0 seconds, got {self.episode_timeout_s} (e.g. 600)")
+        if not self.call_timeout_s > 0:
+            p.append(f"call_timeout_s must be > 0 seconds, got {self.call_timeout_s} (e.g. 120)")
         if self.nproc > 1:
             p += self._distributed_problems()
         _raise(p)

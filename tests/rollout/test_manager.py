@@ -140,6 +140,8 @@ def test_every_failure_is_classified_and_no_trajectory_is_lost(agent, tiny_token
     assert m.stats.failures[FailureKind.ENGINE] == 3 and m.stats.failures[FailureKind.POLICY] == 1
     assert policy.calls == sum(len(t.turns) for t in trajs) + 4  # failed calls were not retried
     assert sum(not t.failed and t.reward == 1.0 for t in trajs) == 4
+    (timeout,) = [f for t in trajs for f in t.failures if f.error_type == "TimeoutError"]
+    assert "longer than call_timeout_s=0.5s (attempt 1 of 1)" in timeout.message  # names the limit to raise
 
 
 def test_an_env_that_raises_mid_episode_is_an_env_failure(agent, tiny_tokenizer):

@@ -137,6 +137,19 @@ def test_trainer_episode_timeout_reaches_the_rollouts(tmp_path, capsys, tiny_mod
     assert main([*argv[:-1], f"out_dir={tmp_path / 'control'}"]) == 0
 
 
-def test_trainer_episode_timeout_must_be_positive():
-    with pytest.raises(ConfigError, match="episode_timeout_s must be > 0"):
-        load_config("train", ["trainer.episode_timeout_s=0"])
+def test_trainer_call_timeout_reaches_the_rollouts_and_names_itself(tmp_path, capsys, tiny_model_dir):
+    # no generate call can meet the limit: every episode of the first step fails, saying which limit
+    out = tmp_path / "run"
+    argv = ["train", f"out_dir={out}", "env=counter", *SMALL, "trainer.eval_tasks=0", "trainer.call_timeout_s=1e-6"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error: RL step 1: 4 of 4 episodes failed" in err
+    assert "TimeoutError: the generate call took longer than call_timeout_s=1e-06s" in err
+    # control: the default limit lets the same run finish
+    assert main([*argv[:-1], f"out_dir={tmp_path / 'control'}"]) == 0
+
+
+@pytest.mark.parametrize("key", ["episode_timeout_s", "call_timeout_s"])
+def test_trainer_timeouts_must_be_positive(key):
+    with pytest.raises(ConfigError, match=f"{key} must be > 0"):
+        load_config("train", [f"trainer.{key}=0"])
