@@ -111,6 +111,12 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"  updates: {updates['done']} done, {updates['skipped']} skipped" + (f" ({why})" if why else ""))
     if summary["steps"] and not updates["done"]:
         print("  no update happened: the weights are those RL started from")
+    full = summary.get("prompt_fills_context") or {}
+    if full.get("episodes"):
+        print(
+            f"  {full['episodes']} of {full['of']} training episodes had no turn: the prompt alone filled "
+            f"policy.max_context={cfg.policy.max_context} (raise it, or shorten the env's prompt)"
+        )
     first, last = summary["train_success_first"], summary["train_success_last"]
     if first is not None:
         print(f"  training success: first step {first:.3f}, mean of the last 3 steps {last:.3f}")

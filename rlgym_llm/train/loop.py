@@ -204,6 +204,9 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int, source: Source | Non
         "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
         "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
         "turns": float(np.mean([len(t.turns) for t in ok])) if ok else 0.0,
+        # episodes that ended because their context was full; those with no turn had no room to act at all
+        "context_full": sum(t.metadata.get("truncated_by") == "context" for t in ok),
+        "prompt_fills_context": sum(t.metadata.get("truncated_by") == "context" and not t.turns for t in ok),
         "trajectories": len(trajs),
         "failed": s.n_failed,
         "trained_on": len(chosen),
@@ -417,6 +420,11 @@ def train(
         "before": state["before"],
         "after": after,
         "updates": updates_summary(records),
+        # training episodes whose prompt alone filled policy.max_context (the policy never acted), of all
+        "prompt_fills_context": {
+            "episodes": sum(r.get("prompt_fills_context", 0) for r in records),
+            "of": sum(r["trajectories"] for r in records),
+        },
         "train_success_first": records[0]["success"] if records else None,
         "train_success_last": float(np.mean([r["success"] for r in records[-3:]])) if records else None,
         "wall_s": time.perf_counter() - start_wall,

@@ -153,3 +153,21 @@ def test_trainer_call_timeout_reaches_the_rollouts_and_names_itself(tmp_path, ca
 def test_trainer_timeouts_must_be_positive(key):
     with pytest.raises(ConfigError, match=f"{key} must be > 0"):
         load_config("train", [f"trainer.{key}=0"])
+
+
+def test_a_prompt_that_fills_the_context_is_reported(tmp_path, capsys, tiny_model_dir):
+    # Counter's prompt is longer than 32 tokens: no episode gets a turn, and the report says why
+    out = tmp_path / "run"
+    argv = ["train", f"out_dir={out}", "env=counter", *SMALL, "trainer.eval_tasks=0"]
+    assert main([*argv, "policy.max_context=32"]) == 0
+    text = capsys.readouterr().out
+    assert "no update happened" in text
+    assert "8 of 8 training episodes had no turn: the prompt alone filled policy.max_context=32" in text
+    record = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert record["prompt_fills_context"] == record["context_full"] == 4 and record["turns"] == 0
+    # control: at the default context every episode acts, and the line is absent
+    assert main([*argv[:1], f"out_dir={tmp_path / 'control'}", *argv[2:]]) == 0
+    text = capsys.readouterr().out
+    assert "had no turn" not in text
+    summary = json.loads((tmp_path / "control" / "summary.json").read_text())
+    assert summary["prompt_fills_context"] == {"episodes": 0, "of": 8}
