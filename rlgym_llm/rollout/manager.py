@@ -297,7 +297,8 @@ class RolloutManager:
                 kind = classify(e, default=FailureKind.ENGINE)
                 if kind is not FailureKind.ENGINE or not is_transient(e) or attempt == cfg.retries:
                     message = str(e)[:2000] or repr(e)
-                    if isinstance(e, TimeoutError) and not str(e):  # wait_for's: say which limit, and how to raise it
+                    timed_out = time.perf_counter() - t0 >= cfg.call_timeout_s
+                    if isinstance(e, TimeoutError) and not str(e) and timed_out:  # wait_for's: name the limit
                         message = (
                             f"the generate call took longer than call_timeout_s={cfg.call_timeout_s}s "
                             f"(attempt {attempt + 1} of {cfg.retries + 1}); raise the limit on a loaded machine"

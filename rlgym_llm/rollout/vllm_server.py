@@ -156,6 +156,7 @@ class VLLMServer:
         self.log_path = Path(log_path) if log_path else None
         self._proc: subprocess.Popen | None = None
         self._log: IO[bytes] | None = None
+        self._cause: tuple[Any, str | None] | None = None  # (the exited process, its log's first error)
 
     @property
     def base_url(self) -> str:
@@ -174,7 +175,19 @@ class VLLMServer:
         return None if self._proc is None else self._proc.poll()
 
     def first_error(self) -> str | None:
-        """The first `SomeError: message` line in the server's log (a crashed engine's root cause), if any."""
+        """The first `SomeError: message` line in the server's log (a crashed engine's root cause), if any.
+
+        Once the process has exited its log no longer changes, so the answer is kept: every request
+        that fails after a crash asks, and a long run's log can be large."""
+        exited = self._proc is not None and self._proc.poll() is not None
+        if exited and self._cause is not None and self._cause[0] is self._proc:
+            return self._cause[1]
+        found = self._scan_log()
+        if exited:
+            self._cause = (self._proc, found)
+        return found
+
+    def _scan_log(self) -> str | None:
         if self.log_path is None or not self.log_path.exists():
             return None
         for line in self.log_path.read_text(errors="replace").splitlines():

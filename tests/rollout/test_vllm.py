@@ -165,6 +165,9 @@ def test_a_policy_whose_server_died_says_why_instead_of_cannot_connect(model_dir
         with pytest.raises(EngineError, match=r"server exited \(code 7\): RuntimeError: engine fell over") as info:
             asyncio.run(ask())
         assert not is_transient(info.value)  # a dead server does not come back on retry
+        with open(policy.server.log_path, "a") as log:  # the log of an exited server is read once
+            log.write("ValueError: written after the crash\n")
+        assert policy.server.first_error() == "RuntimeError: engine fell over"
     assert policy.server.exit_code is None  # stopped on purpose: not a crash
 
 
