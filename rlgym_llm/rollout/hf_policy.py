@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.core.errors import MissingDependencyError
 from rlgym_llm.rollout.errors import ContextOverflowError
+from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of
 from rlgym_llm.rollout.policy import Completion, SamplingParams
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ class TransformersPolicy:
             ids, mask = (x.to(dev) for x in self._left_pad(prompts))
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-            past, logits = out.past_key_values, out.logits[:, -1, :]
+            past, logits = cache_of(out), out.logits[:, -1, :]
+            kv_name = cache_kwarg(self.model)
             n = len(prompts)
             tokens: list[list[int]] = [[] for _ in range(n)]
             logps: list[list[float]] = [[] for _ in range(n)]
@@ -203,10 +205,9 @@ class TransformersPolicy:
                 feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in range(n)], device=dev)
                 mask = torch.cat([mask, torch.ones(n, 1, dtype=mask.dtype, device=dev)], dim=1)
                 positions = positions[:, -1:] + 1
-                out = self.model(
-                    input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=past, use_cache=True
-                )
-                past, logits = out.past_key_values, out.logits[:, -1, :]
+                kv = {kv_name: past}
+                out = self.model(input_ids=feed, attention_mask=mask, position_ids=positions, use_cache=True, **kv)
+                past, logits = cache_of(out), out.logits[:, -1, :]
         return [
             Completion(
                 token_ids=tuple(tokens[i]),

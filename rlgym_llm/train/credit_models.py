@@ -40,6 +40,7 @@ import torch
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit.info_gain import AnswerProbe, answer_probes
 from rlgym_llm.credit.trajectories import outcome_value, turn_channel
+from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of
 
 # The authors' "answer now" probe (IGPO code, Qwen chat format), after the context's generation prompt.
 IGPO_TEMPLATE_PREFIX = "<think>\nNow there's enough information to answer\n</think>\n<answer>\n"
@@ -169,7 +170,7 @@ def _cached_trajectory_probs(model: Any, trajectory: Trajectory, template: Answe
     kwargs: dict[str, Any] = {"use_cache": True}
     if "logits_to_keep" in inspect.signature(model.forward).parameters:
         kwargs["logits_to_keep"] = 1  # only the cache is needed from the context pass
-    cache = model(input_ids=torch.tensor([ids[: starts[-1]]], device=device), **kwargs).past_key_values
+    cache = cache_of(model(input_ids=torch.tensor([ids[: starts[-1]]], device=device), **kwargs))
     if cache is None or not hasattr(cache, "crop"):
         raise ValueError("the model returned no croppable KV cache; score with method='padded'")
     n_pre, n_ans = len(template.template_prefix_ids), len(template.answer_ids)
@@ -180,7 +181,9 @@ def _cached_trajectory_probs(model: Any, trajectory: Trajectory, template: Answe
         # the context's last token is re-run so that its logits predict the first template/answer token;
         # the template suffix comes after the answer and cannot change its log-probs, so it is skipped
         tail = torch.tensor([(ids[starts[t] - 1], *template.template_prefix_ids, *template.answer_ids)], device=device)
-        logits = model(input_ids=tail, past_key_values=cache, use_cache=True).logits[0].float()  # (1 + pre + ans, V)
+        logits = (
+            model(input_ids=tail, use_cache=True, **{cache_kwarg(model): cache}).logits[0].float()
+        )  # (1 + pre + ans, V)
         logp = torch.log_softmax(logits[n_pre : n_pre + n_ans], dim=-1).gather(-1, answer[:, None]).squeeze(-1)
         out[t] = float(torch.exp(logp.double().mean()))
     return out

@@ -118,6 +118,21 @@ def test_batched_scoring_equals_unbatched_loop(tiny, method):
     assert result.stats.n_failed == 1 and len(result.turn_advantages[2]) == 3
 
 
+def test_prefix_cache_scoring_raises_no_cache_deprecation_warning(tiny):
+    """The KV cache goes in under the keyword this transformers takes (rollout/kv_cache.py)."""
+    import warnings
+
+    model, tok = tiny
+    trajs = search_batch(tok)
+    tmpl = answer_template_ids(tok, "42 apples")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r".*(past_key_values|cache_params).*")
+        cached = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), method="prefix_cache")
+    padded = igpo_answer_probs(model, trajs, [tmpl] * len(trajs), method="padded")
+    for a, b in zip(cached, padded):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
 def test_scoring_restores_training_mode_and_needs_no_grad(tiny):
     model, tok = tiny
     model.train()
