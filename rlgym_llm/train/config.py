@@ -43,6 +43,9 @@ class OptimConfig:
             3e-4 was unstable, 1e-4 is steady.
         weight_decay: AdamW weight decay.
         betas: AdamW betas.
+        eps: AdamW's denominator term. Adam scales every weight's step to ~lr whatever the size
+            of its gradient; a larger eps keeps weights whose gradients are far below it nearly
+            still (the 1e-8 default moves them all).
         warmup_steps: linear warm-up from 0 to `lr`.
         schedule: after warm-up, `constant`, `linear` (to 0 at `total_steps`) or `cosine`.
         total_steps: the horizon of the linear and cosine schedules (null: the run's `trainer.steps`).
@@ -52,6 +55,7 @@ class OptimConfig:
     lr: float = 1e-4
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
     warmup_steps: int = 0
     schedule: Schedule = "constant"
     total_steps: int | None = None
@@ -59,6 +63,7 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         p = [] if self.lr > 0 else [f"lr must be > 0, got {self.lr} (e.g. 1e-4)"]
+        p += [] if self.eps > 0 else [f"eps must be > 0, got {self.eps} (e.g. 1e-8)"]
         p += [f"{k} must be >= 0" for k in ("weight_decay", "warmup_steps", "max_grad_norm") if getattr(self, k) < 0]
         if self.total_steps is not None and self.total_steps < 1:
             p.append(f"total_steps must be >= 1 (or null), got {self.total_steps}")

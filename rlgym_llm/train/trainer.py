@@ -122,7 +122,7 @@ class PolicyTrainer:
         self.lean_head = lean_head
         params = [p for p in model.parameters() if p.requires_grad]
         o = self.optim_cfg
-        self.optimizer = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+        self.optimizer = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.step = 0
 

@@ -114,3 +114,23 @@ def test_settings_that_a_mode_needs_are_asked_for(base_model):
         PolicyTrainer(copy.deepcopy(base_model), LossConfig(agg="seq-mean-token-sum-norm"))
     with pytest.raises(ValueError, match="total_steps"):
         PolicyTrainer(copy.deepcopy(base_model), optim=OptimConfig(schedule="cosine"))
+
+
+def test_adam_eps_keeps_weights_with_tiny_gradients_nearly_still(base_model):
+    """`optim.eps` reaches AdamW: with the default, a weight whose gradient is ~1e-9 moves by ~lr on
+    the first step like any other; with eps far above that gradient it barely moves (control: the
+    same batch, the default eps)."""
+    batch = make_batch(base_model, n=4, seed=2)
+    batch.advantages = batch.loss_mask.clone() * 1e-6  # every gradient far below 1e-3
+
+    def max_step(eps):
+        model = copy.deepcopy(base_model)
+        trainer = PolicyTrainer(model, LossConfig(), OptimConfig(lr=1e-3, eps=eps), micro_batch_size=4)
+        assert trainer.optimizer.param_groups[0]["eps"] == eps
+        trainer.update(batch)
+        return max((a - b).abs().max().item() for a, b in zip(model.parameters(), base_model.parameters()))
+
+    assert max_step(1e-8) > 0.5e-3  # Adam's first step: ~lr whatever the gradient's size
+    assert max_step(1e-3) < 1e-5
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        OptimConfig(eps=0.0)
