@@ -107,6 +107,18 @@ def warm_up(
     return model, info
 
 
+SEED_STRIDE = 1_000_003
+"""Sampling seeds of one run's call streams are `base + n` for its n-th call; bases of different run
+seeds lie this far apart, so two runs' streams never share a seed within a million calls."""
+
+
+def held_out_seed_base(seed: int) -> int:
+    """The first sampling seed of a run's held-out measure. Seed 0 keeps 7,777,777; other run seeds
+    are `SEED_STRIDE` apart (they were 1 apart, so the measures of seeds s and s + 1 shared all but
+    one sampling seed and were not independent units)."""
+    return 7_777_777 + seed * SEED_STRIDE
+
+
 def held_out_manager(
     cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy
 ) -> RolloutManager:
@@ -121,7 +133,7 @@ def held_out_manager(
         cfg.trainer.episode_timeout_s,
         cfg.trainer.call_timeout_s,
     )
-    manager = RolloutManager(make_env, agent, SeededPolicy(policy, cfg.seed + 7_777_777), settings)
+    manager = RolloutManager(make_env, agent, SeededPolicy(policy, held_out_seed_base(cfg.seed)), settings)
     manager.env_id = cfg.env.id
     return manager
 

@@ -26,7 +26,7 @@ from typing import Any
 from rlgym_llm.config import TrainConfig
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.recipes import parts
-from rlgym_llm.recipes.sft import Report, held_out_manager, warm_up
+from rlgym_llm.recipes.sft import SEED_STRIDE, Report, held_out_manager, warm_up
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.policy import EpisodeSeededPolicy, SeededPolicy
 from rlgym_llm.rollout.progress import ProgressReporter
@@ -163,7 +163,7 @@ def _run(
             t.episode_timeout_s,
             t.call_timeout_s,
         )
-        base = cfg.seed * 1_000_003
+        base = cfg.seed * SEED_STRIDE
         # episode-keyed seeds sample the same tokens however the tasks are split over processes
         seeding = EpisodeSeededPolicy(engine, base) if t.episode_seeds else SeededPolicy(engine, base)
         rollouts = RolloutManager(make_env, agent, seeding, settings)
