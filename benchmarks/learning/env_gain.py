@@ -44,7 +44,14 @@ ENVS = ("math", "search", "gui")
 SEEDS = (0, 1, 2, 3, 4)
 SEEDS_FOR_VERDICT = 5  # the issue asks for at least 5 seeds before GRPO's gain gets a verdict
 # bookkeeping only: the tier and the budget come from the env's configs
-COMMON = ["trainer.threads=1", "trainer.save_every=2", "progress=false"]
+COMMON = [
+    "trainer.threads=1",
+    "trainer.save_every=2",
+    "progress=false",
+    # a run starved beside other jobs on the shared machine is not stopped by the default limits
+    "trainer.call_timeout_s=1800",
+    "trainer.episode_timeout_s=3600",
+]
 
 
 def sft_dir(env: str) -> Path:

@@ -1,0 +1,53 @@
+"""`python benchmarks/learning/math_optim_study.py --report`: one row per variant, each variant's gain
+compared with the default's seed by seed, and variants without runs listed as such."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlgym_llm.eval import paired_seed_comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def study(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
+    spec = importlib.util.spec_from_file_location("math_optim_study", ROOT / "benchmarks/learning/math_optim_study.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "math_optim_study", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
+    return module
+
+
+def _run(seed, before, after):
+    return {
+        "seed": seed,
+        "before": before,
+        "after": after,
+        "train_first3": 0.4,
+        "train_last3": 0.3,
+        "entropy_first": 0.04,
+        "entropy_last": 0.05,
+        "grad_norm_max": 1.5,
+        "cpu_s": 60.0,
+    }
+
+
+def test_variants_are_compared_with_the_default_seed_by_seed(study):
+    results = {
+        "default": [_run(0, 0.5, 0.4), _run(1, 0.4, 0.35), _run(2, 0.45, 0.45)],
+        "lr1e-5": [_run(0, 0.5, 0.5), _run(1, 0.4, 0.42), _run(2, 0.45, 0.44)],
+    }
+    text = study.write(results, "python benchmarks/learning/math_optim_study.py").read_text()
+    want = paired_seed_comparison([0.0, 0.02, -0.01], [-0.1, -0.05, 0.0])
+    row = next(line for line in text.splitlines() if line.startswith("| lr1e-5 |"))
+    assert f"{want.diff:+.3f} [{want.t_low:+.3f}, {want.t_high:+.3f}]" in row
+    assert "+0.000 +0.020 -0.010" in row and "| 3 |" in row
+    assert next(line for line in text.splitlines() if line.startswith("| kl0.1 |")).count("| 0 |") == 1
+    # every variant's command is the shipped command plus its overrides
+    cmd = study.train_cmd("tasks24", 1)
+    assert cmd[:5] == ["rlgym", "train", "env=math", "credit=grpo", "seed=1"] and "trainer.tasks_per_step=24" in cmd
