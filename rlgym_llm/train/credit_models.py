@@ -175,15 +175,14 @@ def _cached_trajectory_probs(model: Any, trajectory: Trajectory, template: Answe
         raise ValueError("the model returned no croppable KV cache; score with method='padded'")
     n_pre, n_ans = len(template.template_prefix_ids), len(template.answer_ids)
     answer = torch.tensor(template.answer_ids, device=device)
+    kv_name = cache_kwarg(model)
     out = np.zeros(len(starts))
     for t in reversed(range(len(starts))):
         _crop(cache, starts[t] - 1)
         # the context's last token is re-run so that its logits predict the first template/answer token;
         # the template suffix comes after the answer and cannot change its log-probs, so it is skipped
         tail = torch.tensor([(ids[starts[t] - 1], *template.template_prefix_ids, *template.answer_ids)], device=device)
-        logits = (
-            model(input_ids=tail, use_cache=True, **{cache_kwarg(model): cache}).logits[0].float()
-        )  # (1 + pre + ans, V)
+        logits = model(input_ids=tail, use_cache=True, **{kv_name: cache}).logits[0].float()  # (1 + pre + ans, V)
         logp = torch.log_softmax(logits[n_pre : n_pre + n_ans], dim=-1).gather(-1, answer[:, None]).squeeze(-1)
         out[t] = float(torch.exp(logp.double().mean()))
     return out

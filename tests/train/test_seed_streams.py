@@ -39,6 +39,15 @@ def test_held_out_streams_of_different_run_seeds_share_no_seed():
     assert not training & set().union(*streams.values())
 
 
+def test_the_held_out_manager_samples_from_that_base():
+    from rlgym_llm.config import load_config
+    from rlgym_llm.recipes.sft import held_out_manager
+
+    for seed in (0, 3):
+        manager = held_out_manager(load_config("train", [f"seed={seed}"]), lambda: None, None, _Recorder())
+        assert manager.policy.base == held_out_seed_base(seed)
+
+
 def test_seed_0_keeps_its_stream_and_control_the_old_bases_overlapped():
     assert held_out_seed_base(0) == 7_777_777  # every seed-0 figure in the docs is unchanged
     old = [set(_stream(s + 7_777_777)) for s in (4, 5)]  # what the bases were: 1 apart
