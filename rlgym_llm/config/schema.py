@@ -268,6 +268,18 @@ class TrainConfig:
     log: LogConfig = field(default_factory=LogConfig)
     final_model: bool = True
 
+    @property
+    def episode_seeds(self) -> bool:
+        """Whether this run's rollouts (training and held-out) draw episode-keyed sampling seeds.
+
+        `trainer.sampling_seeds=auto` picks them with several processes and with a server backend
+        (`vllm`, `openai`): a server answers concurrent episodes in an order its timing decides, so
+        call-counter seeds would land on other episodes in every run. One `hf` process orders its
+        calls the same way each run and keeps the call counter.
+        """
+        t = self.trainer
+        return t.episode_seeds or (t.sampling_seeds == "auto" and self.policy.backend != "hf")
+
 
 def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]:
     """`env.kwargs` (with the sandbox keyword) checked against the env's constructor, before anything

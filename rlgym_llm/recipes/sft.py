@@ -20,7 +20,7 @@ from rlgym_llm.config import TrainConfig
 from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.recipes import parts
 from rlgym_llm.rollout.manager import Agent, RolloutManager
-from rlgym_llm.rollout.policy import SeededPolicy, TrainablePolicy
+from rlgym_llm.rollout.policy import EpisodeSeededPolicy, SeededPolicy, TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter
 
 if TYPE_CHECKING:
@@ -124,7 +124,8 @@ def held_out_manager(
     cfg: TrainConfig, make_env: Callable[[], Any], agent: Agent, policy: TrainablePolicy
 ) -> RolloutManager:
     """The manager of the held-out success measure: one episode per task at `trainer.eval_temperature`,
-    sampling seeds of its own (re-counted from 0 before every measure)."""
+    sampling seeds of its own, the same in every measure (a call counter re-counted from 0, or keyed
+    by episode where the run's rollouts are: `TrainConfig.episode_seeds`)."""
     settings = parts.rollout_config(
         cfg.policy,
         cfg.env,
@@ -134,7 +135,9 @@ def held_out_manager(
         cfg.trainer.episode_timeout_s,
         cfg.trainer.call_timeout_s,
     )
-    manager = RolloutManager(make_env, agent, SeededPolicy(policy, held_out_seed_base(cfg.seed)), settings)
+    base = held_out_seed_base(cfg.seed)
+    seeding = EpisodeSeededPolicy(policy, base) if cfg.episode_seeds else SeededPolicy(policy, base)
+    manager = RolloutManager(make_env, agent, seeding, settings)
     manager.env_id = cfg.env.id
     return manager
 

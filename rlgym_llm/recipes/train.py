@@ -164,8 +164,9 @@ def _run(
             t.call_timeout_s,
         )
         base = cfg.seed * SEED_STRIDE
-        # episode-keyed seeds sample the same tokens however the tasks are split over processes
-        seeding = EpisodeSeededPolicy(engine, base) if t.episode_seeds else SeededPolicy(engine, base)
+        # episode-keyed seeds sample the same tokens however the tasks are split over processes and
+        # whatever order a server answers in
+        seeding = EpisodeSeededPolicy(engine, base) if cfg.episode_seeds else SeededPolicy(engine, base)
         rollouts = RolloutManager(make_env, agent, seeding, settings)
         rollouts.env_id = cfg.env.id
         managers.append(rollouts)

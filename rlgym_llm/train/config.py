@@ -201,7 +201,8 @@ class TrainerConfig:
         sampling_seeds: `calls`: the n-th generate call of the run gets seed base + n (the order
             the calls arrive in one process); `episode`: each call's seed is a hash of its task
             seed, sample index and turn, so a step samples the same tokens however its tasks are
-            split over processes; `auto`: calls with one process, episode with several. A
+            split over processes or the order the calls arrive; `auto`: episode with several
+            processes or a server backend (`TrainConfig.episode_seeds`), calls otherwise. A
             checkpoint resumes only with the kind it was sampled with.
         optim: optimizer and schedule.
         loss: the policy loss.
@@ -289,7 +290,8 @@ class TrainerConfig:
 
     @property
     def episode_seeds(self) -> bool:
-        """Whether the training rollouts draw episode-keyed sampling seeds (`sampling_seeds`)."""
+        """Whether `sampling_seeds` asks for episode-keyed seeds whatever the backend (a server
+        backend gets them under `auto` too: `TrainConfig.episode_seeds`)."""
         return self.sampling_seeds == "episode" or (self.sampling_seeds == "auto" and self.nproc > 1)
 
 

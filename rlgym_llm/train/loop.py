@@ -342,7 +342,7 @@ def train(
             raise ConfigError(
                 [
                     f"{found} was sampled with trainer.sampling_seeds={saved_seeding}; resume it with "
-                    f"trainer.sampling_seeds={saved_seeding} (auto means episode with several processes)"
+                    f"trainer.sampling_seeds={saved_seeding} (auto means episode with several processes or a server backend)"
                 ]
             )
         trainer.step = state["step"]
