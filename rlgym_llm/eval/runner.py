@@ -28,7 +28,7 @@ from rlgym_llm.eval import metrics
 from rlgym_llm.eval.metrics import Interval
 from rlgym_llm.rollout.errors import check_failures
 from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager, TaskRef
-from rlgym_llm.rollout.policy import Policy
+from rlgym_llm.rollout.policy import EpisodePolicy, Policy
 from rlgym_llm.rollout.store import TrajectoryWriter
 
 DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -245,7 +245,7 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalResult:
 async def aevaluate(
     env: str | Callable[[], Any],
     agent: Agent,
-    policy: Policy,
+    policy: Policy | EpisodePolicy,
     *,
     seeds: Iterable[int],
     samples: int,
@@ -267,7 +267,7 @@ async def aevaluate(
     Args:
         env: a registered env id or a zero-argument env factory.
         agent: renders and parses (e.g. `rlgym_agents.tool_calling.ToolCallingAgent`).
-        policy: generates.
+        policy: generates (an `EpisodePolicy`, e.g. episode-keyed sampling seeds, is started per episode).
         seeds: the held-out tasks, as reset seeds (disjoint from the training seeds).
         samples: n, episodes per task; they differ only by the policy's sampling.
         rollout: limits and sampling; its `group_size` is replaced by `samples`.

@@ -3,7 +3,9 @@
     result, files = run(load_config("eval", ["env=gui", "policy.model=smollm2", "tasks=16"]))
 
 Tasks are the seeds `env.test_seed_start + i`, disjoint from the training seeds. Samples use
-`policy.sampling.temperature` (pass@k needs sampling; set it to 0 for one greedy sample per task).
+`policy.sampling.temperature` (pass@k needs sampling; set it to 0 for one greedy sample per task),
+each generate call with a sampling seed keyed by (`seed`, task, sample, turn): the same command
+samples the same episodes on any backend that honours seeds, whatever order a server answers in.
 The policy is `policy.model` (`tiny`, `smollm2` or a folder) on `policy.backend`, or the weights of a
 training run (`checkpoint=`).
 """
@@ -18,7 +20,7 @@ from typing import Any
 from rlgym_llm.config import AgentConfig, EvalConfig
 from rlgym_llm.recipes import export, parts
 from rlgym_llm.rollout.openai_policy import OpenAICompatiblePolicy
-from rlgym_llm.rollout.policy import TrainablePolicy
+from rlgym_llm.rollout.policy import EpisodeSeededPolicy, TrainablePolicy
 
 BUILTIN_MODELS = ("tiny", "smollm2")
 """Model names `policy.model` resolves itself (see `parts.model_dir`)."""
@@ -60,7 +62,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
             result = await aevaluate(
                 parts.env_factory(cfg.env, cfg.sandbox),
                 parts.build_agent(cfg.agent, tokenizer),
-                policy,
+                EpisodeSeededPolicy(policy, cfg.seed),
                 env_id=cfg.env.id,
                 seeds=range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.tasks),
                 samples=cfg.samples,

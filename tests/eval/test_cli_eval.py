@@ -78,3 +78,40 @@ def test_rlgym_eval_with_smollm2(tmp_path, capsys):
     assert data["policy"] == "smollm2" and data["episodes"] == 2
     assert data["config"]["model_dir"].split("/")[-1].startswith("smollm2-135m-instruct-")
     assert data["stats"]["turns"] >= 2  # the model really generated turns
+
+
+class _SeedRecorder:
+    """An engine that answers with plain text and records each call's sampling seed."""
+
+    def __init__(self):
+        self.seeds = []
+
+    async def generate(self, prompt_token_ids, sampling):
+        from rlgym_llm.rollout.policy import Completion
+
+        self.seeds.append(sampling.seed)
+        return Completion(token_ids=(1,), logprobs=(0.0,), text="thinking", finish_reason="stop")
+
+    async def close(self):
+        pass
+
+
+def _eval_seeds(monkeypatch, tmp_path, seed):
+    from rlgym_llm.recipes import parts
+
+    engine = _SeedRecorder()
+    monkeypatch.setattr(parts, "build_policy", lambda *a, **k: engine)
+    args = ["env=counter", "tasks=2", "samples=2", "ks=[1,2]", "policy=openai", "env.max_turns=3"]
+    assert main(["eval", *args, f"seed={seed}", f"out_dir={tmp_path / str(seed)}", "progress=false"]) == 0
+    return engine.seeds
+
+
+def test_eval_seeds_every_call_by_episode_and_its_seed(monkeypatch, tmp_path, tiny_model_dir):
+    from rlgym_llm.rollout.policy import episode_seed
+
+    seeds = _eval_seeds(monkeypatch, tmp_path, 0)
+    tasks, samples, turns = (1_000_000, 1_000_001), (0, 1), range(3)
+    assert sorted(seeds) == sorted(episode_seed(0, t, s, c) for t in tasks for s in samples for c in turns)
+    # another eval seed samples other episodes; control: the samples of a task draw different seeds
+    assert not set(seeds) & set(_eval_seeds(monkeypatch, tmp_path, 1))
+    assert episode_seed(0, tasks[0], 0, 0) != episode_seed(0, tasks[0], 1, 0)
