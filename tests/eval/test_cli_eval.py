@@ -112,6 +112,7 @@ def test_eval_seeds_every_call_by_episode_and_its_seed(monkeypatch, tmp_path, ti
     seeds = _eval_seeds(monkeypatch, tmp_path, 0)
     tasks, samples, turns = (1_000_000, 1_000_001), (0, 1), range(3)
     assert sorted(seeds) == sorted(episode_seed(0, t, s, c) for t in tasks for s in samples for c in turns)
-    # another eval seed samples other episodes; control: the samples of a task draw different seeds
+    # another eval seed samples other episodes
     assert not set(seeds) & set(_eval_seeds(monkeypatch, tmp_path, 1))
-    assert episode_seed(0, tasks[0], 0, 0) != episode_seed(0, tasks[0], 1, 0)
+    # the exact keys matter: the samples of one task draw different seeds (pass@k needs them to differ)
+    assert len(set(seeds)) == len(seeds)
