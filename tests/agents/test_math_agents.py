@@ -79,3 +79,46 @@ def test_random_agent_without_tools_writes_text():
     agent = RandomAgent(seed=1)
     agent.reset([], {})
     assert all(not agent.act([], {}).tool_calls for _ in range(10))
+
+
+def _first_call_and_reward(env, agent, seed):
+    messages, info = env.reset(seed=seed)
+    agent.reset(messages, info)
+    first = None
+    while True:
+        turn = agent.act(messages, info)
+        first = first or turn.tool_calls[0].name
+        messages, _, terminated, truncated, info = env.step(turn)
+        if terminated or truncated:
+            return first, info["outcome"]["reward"]
+
+
+def test_the_math_teacher_guesses_wrong_on_its_share_of_tasks_and_is_the_oracle_otherwise():
+    from rlgym_agents.math import MathTeacher
+
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=0, kinds=["arithmetic"], prompt="short")
+    runs = [_first_call_and_reward(env, MathTeacher(env), seed) for seed in range(N_TASKS)]
+    guesses = [reward for first, reward in runs if first == "submit_answer"]
+    used_the_tool = [reward for first, reward in runs if first == "calculator"]
+    assert 0.2 < len(guesses) / N_TASKS < 0.4, len(guesses)
+    assert guesses and not any(guesses)  # a guess is off by one: always wrong
+    assert used_the_tool and all(used_the_tool)  # otherwise the oracle's moves: always right
+    # the episode's seed decides: the same seed, the same demonstration
+    assert [_first_call_and_reward(env, MathTeacher(env), seed) for seed in range(N_TASKS)] == runs
+    # control: the oracle never skips the calculator
+    oracle = [_first_call_and_reward(env, MathOracleAgent(env), seed) for seed in range(N_TASKS)]
+    assert {first for first, _ in oracle} == {"calculator"} and all(reward for _, reward in oracle)
+
+
+def test_the_math_teacher_guesses_only_integer_answers():
+    from rlgym_agents.math import MathTeacher
+
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=3, kinds=["fraction"])
+    firsts = {}
+    for seed in range(100):
+        first, reward = _first_call_and_reward(env, MathTeacher(env), seed)
+        integer = "/" not in str(env.unwrapped.task.answer)
+        firsts.setdefault(integer, set()).add(first)
+        assert reward == (first == "calculator")
+    # a fraction is never guessed (the oracle's moves); some integer results are
+    assert firsts[False] == {"calculator"} and "submit_answer" in firsts[True]
