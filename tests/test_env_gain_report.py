@@ -58,3 +58,17 @@ def test_the_stored_seeds_regenerate_the_report_and_the_verdict_waits_for_five_s
     assert "CPU (user + system): 200 s over 5 runs" in text
     stored = json.loads((gain.RESULTS / "gain_search.json").read_text())
     assert stored["steps"] == 4 and stored["overrides"] == ["trainer.steps=4", "trainer.eval_every=4"]
+
+
+def test_a_preset_setup_runs_its_experiment_and_the_report_gives_the_time_per_step(gain):
+    cmd = gain.train_cmd("smollm2_math", 1)
+    assert cmd[:4] == ["rlgym", "train", "+experiment=smollm2_math", "credit=grpo"]
+    assert "trainer.threads=2" in cmd and "trainer.threads=2" in gain.sft_cmd("smollm2_math")
+    assert "trainer.threads=1" in gain.train_cmd("math", 1)  # the tiny model's runs: one thread each
+    runs = [{**r, "step_wall_s": 60.0 + s, "step_cpu_s": 80.0} for s, r in enumerate(_runs(3, [0.4, 0.5, 0.3]))]
+    text = gain.write("smollm2_math", runs, "python benchmarks/learning/env_gain.py smollm2_math", steps=4).read_text()
+    assert "model `smollm2`" in text and "`configs/experiment/smollm2_math.yaml`" in text
+    assert "| 60, 80 |" in text and "mean over 3 runs: 61 s wall, 80 s CPU" in text
+    assert "[docs/math_env.md]" in text
+    # runs stored before the step times were kept still report, with a dash
+    assert "| - |" in gain.write("search", _runs(2, [0.1, 0.2]), "cmd", steps=4).read_text()

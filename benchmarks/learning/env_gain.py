@@ -81,6 +81,9 @@ def steps_of(env: str) -> int:
     return load_config("train", SETUPS[env]).trainer.steps
 
 
+STEP_PARTS = ("rollout", "credit", "update", "sync")
+
+
 def common(env: str) -> list[str]:
     return [f"trainer.threads={THREADS.get(env, 1)}", *COMMON]
 
@@ -146,11 +149,21 @@ def collect(env: str, seeds: list[int], steps: int | None = None) -> list[dict]:
             "updates": sum(not r["skipped_update"] for r in records),
             "steps": len(records),
             "wall_s": summary["total_wall_s"],
+            # one RL step (rollouts, credit, update, sync), without the held-out measures
+            "step_wall_s": float(np.mean([sum(r[f"time_{k}_s"] for k in STEP_PARTS) for r in records])),
+            "step_cpu_s": float(np.mean([r["cpu_rollout_s"] + r["cpu_update_s"] for r in records])),
             "cpu_s": float(cpu.read_text()) if cpu.exists() else None,
             # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
             "heldout_failed": [summary["before"].get("failed", 0), summary["after"].get("failed", 0)],
         }
     return [kept[s] for s in sorted(kept)]
+
+
+def per_step(run: dict) -> str:
+    """'wall, CPU' seconds of one RL step (mean over the run's steps); '-' for runs stored before it was kept."""
+    if run.get("step_wall_s") is None:
+        return "-"
+    return f"{run['step_wall_s']:.0f}, {run['step_cpu_s']:.0f}"
 
 
 def write(env: str, runs: list[dict], command: str, steps: int | None = None) -> Path:
@@ -220,8 +233,8 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         lines += [f"Only {len(runs)} finished seed(s) of {SEEDS_FOR_VERDICT}: no interval yet, no verdict.", ""]
     lines += [
         "| seed | held-out before | held-out after | gain | held-out curve (step: success) | training success per step"
-        " | steps with an update | wall s | CPU s | held-out episodes failed (before, after) |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---|",
+        " | steps with an update | wall s | CPU s | per RL step: wall s, CPU s | held-out episodes failed (before, after) |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---|---|",
     ]
     for r in runs:
         curve = ", ".join(f"{s}: {v:.2f}" for s, v in r["curve"])
@@ -229,7 +242,7 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         cpu_s = "-" if r.get("cpu_s") is None else f"{r['cpu_s']:.0f}"
         lines.append(
             f"| {r['seed']} | {r['before']:.3f} | {r['after']:.3f} | {r['after'] - r['before']:+.3f} | {curve} | {train} |"
-            f" {r['updates']}/{r['steps']} | {r['wall_s']:.0f} | {cpu_s} |"
+            f" {r['updates']}/{r['steps']} | {r['wall_s']:.0f} | {cpu_s} | {per_step(r)} |"
             f" {', '.join(f'{x:.0f}' for x in r.get('heldout_failed') or []) or '-'} |"
         )
     if runs:
@@ -238,8 +251,15 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
             "",
             f"Mean wall time per run: {np.mean([r['wall_s'] for r in runs]):.0f} s. CPU (user + system):"
             f" {sum(cpu):.0f} s over {len(cpu)} runs" + ("" if sft_cpu is None else f", warm-up {sft_cpu:.0f} s") + ".",
-            "",
         ]
+        stepped = [r for r in runs if r.get("step_wall_s") is not None]
+        if stepped:
+            lines.append(
+                f"One RL step (rollouts, credit, update, sync; held-out measures left out), mean over {len(stepped)}"
+                f" runs: {np.mean([r['step_wall_s'] for r in stepped]):.0f} s wall,"
+                f" {np.mean([r['step_cpu_s'] for r in stepped]):.0f} s CPU (the trainer's own count: rollouts and update)."
+            )
+        lines.append("")
     path = RESULTS / f"gain_{env}.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -256,7 +276,12 @@ def main() -> int:
     if not args.report:
         stop_on_signal()
         grid(args.env, args.seeds, args.jobs, args.steps)
-    command = "python benchmarks/learning/env_gain.py " + " ".join(sys.argv[1:])
+    # the command that makes these runs (a `--report` names the grid it reports, not itself)
+    command = f"python benchmarks/learning/env_gain.py {args.env}"
+    if args.seeds != list(SEEDS):
+        command += " --seeds " + " ".join(map(str, args.seeds))
+    if args.steps is not None:
+        command += f" --steps {args.steps}"
     path = write(args.env, collect(args.env, args.seeds, args.steps), command, args.steps)
     print(path.read_text())
     return 0
