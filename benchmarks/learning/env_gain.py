@@ -8,10 +8,10 @@
 
 Each env's tier is its shipped configs: `configs/env/<env>.yaml` (the difficulty) and
 `configs/env_train/<env>.yaml` (the noisy-teacher warm-up and the RL budget), so every run is
-`rlgym train env=<env> credit=grpo seed=<s>` plus bookkeeping overrides; `smollm2_math` is
-`configs/experiment/smollm2_math.yaml` (`rlgym train +experiment=smollm2_math`) instead (run folder, one torch thread,
-checkpoints for resuming). The warm-up is `rlgym sft env=<env>` once (seed 0, as `rlgym train
-env=<env>` does it), and every seed starts from it (`sft.init`), so the seeds differ only in their RL
+`rlgym train env=<env> credit=grpo seed=<s>` plus bookkeeping overrides (run folder, torch threads,
+checkpoints for resuming). `smollm2_math` is the preset `configs/experiment/smollm2_math.yaml`
+(`rlgym train +experiment=smollm2_math`) instead of an env's tier. The warm-up is `rlgym sft
+env=<env>` once (seed 0, as `rlgym train env=<env>` does it), and every seed starts from it (`sft.init`), so the seeds differ only in their RL
 task stream and sampling. Held-out success is measured before RL (on the warm-up weights) and after
 it, on the same held-out tasks with the same sampling seeds, so the per-seed gain after - before
 differs only by the weights. The seed is the unit: GRPO's gain is the paired difference over seeds
@@ -54,6 +54,7 @@ THREADS = {"smollm2_math": 2}  # a 135M model: one run at a time on both cores
 ENVS = tuple(SETUPS)
 # where each setup's tier is calibrated
 DOCS = {"smollm2_math": "math"}
+STEP_PARTS = ("rollout", "credit", "update", "sync")  # the timed parts of one RL step in metrics.jsonl
 SEEDS = (0, 1, 2, 3, 4)
 SEEDS_FOR_VERDICT = 5  # the issue asks for at least 5 seeds before GRPO's gain gets a verdict
 VERDICT_SEEDS = {"smollm2_math": 3}  # and at least 3 for the real model (~15 minutes per run)
@@ -81,9 +82,6 @@ def steps_of(env: str) -> int:
     from rlgym_llm.config import load_config
 
     return load_config("train", SETUPS[env]).trainer.steps
-
-
-STEP_PARTS = ("rollout", "credit", "update", "sync")
 
 
 def common(env: str) -> list[str]:
@@ -169,6 +167,7 @@ def per_step(run: dict) -> str:
 
 
 def write(env: str, runs: list[dict], command: str, steps: int | None = None) -> Path:
+    from rlgym_llm.config import load_config
     from rlgym_llm.eval.metrics import paired_seed_comparison, seed_mean_interval
 
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -185,8 +184,6 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
             indent=1,
         )
     )
-    from rlgym_llm.config import load_config
-
     model = load_config("train", SETUPS[env]).policy.model
     setup = " ".join(SETUPS[env])
     files = (
