@@ -51,3 +51,10 @@ def test_variants_are_compared_with_the_default_seed_by_seed(study):
     # every variant's command is the shipped command plus its overrides
     cmd = study.train_cmd("tasks24", 1)
     assert cmd[:5] == ["rlgym", "train", "env=math", "credit=grpo", "seed=1"] and "trainer.tasks_per_step=24" in cmd
+
+
+def test_a_variant_with_more_steps_is_complete_only_after_its_own_steps(study):
+    assert study.steps_of("default") == study.STEPS
+    assert study.steps_of("long_lr3e-5") == 50
+    cmd = study.train_cmd("long_lr3e-5", 0)
+    assert "trainer.steps=50" in cmd and "trainer.optim.lr=3e-5" in cmd

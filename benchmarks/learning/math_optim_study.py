@@ -40,7 +40,19 @@ VARIANTS: dict[str, tuple[list[str], str]] = {
     "eps1e-5": (["trainer.optim.eps=1e-5"], "AdamW eps 1e-5: weights with gradients far below it stay still"),
     "eps1e-4": (["trainer.optim.eps=1e-4"], "AdamW eps 1e-4 (about the RMS gradient per weight)"),
     "kl0.1": (["trainer.loss.kl_coef=0.1"], "KL (k3) to the warm-up policy, coefficient 0.1"),
+    "long_lr3e-5": (
+        ["trainer.steps=50", "trainer.optim.lr=3e-5", "trainer.eval_every=25"],
+        "5x the steps (50) at lr 3e-5: small steps, more of them",
+    ),
 }
+
+
+def steps_of(name: str) -> int:
+    """The variant's number of RL steps (its `trainer.steps=` override, else the default's)."""
+    for o in VARIANTS[name][0]:
+        if o.startswith("trainer.steps="):
+            return int(o.split("=", 1)[1])
+    return STEPS
 
 
 def run_dir(name: str, seed: int) -> Path:
@@ -69,9 +81,10 @@ def collect() -> dict[str, list[dict]]:
     for name in VARIANTS:
         for seed in SEEDS:
             path = run_dir(name, seed)
-            if not is_complete(path, STEPS):
+            if not is_complete(path, steps_of(name)):
                 continue
-            records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()][:STEPS]
+            records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
+            records = records[: steps_of(name)]
             summary = json.loads((path / "summary.json").read_text())
             cpu = path.with_suffix(".cpu")
             out.setdefault(name, []).append(
@@ -101,7 +114,7 @@ def write(results: dict[str, list[dict]], command: str) -> Path:
         f"Command: `{command}` (resumable; `--report` rewrites this file from the run folders).",
         f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; tiny model, 2 CPU cores shared with other jobs.",
         "",
-        f"Each run: `rlgym train env=math credit=grpo seed=<s>` ({STEPS} steps) from the warm-up of"
+        f"Each run: `rlgym train env=math credit=grpo seed=<s>` ({STEPS} steps unless the variant says) from the warm-up of"
         " `benchmarks/learning/env_gain.py math`, plus the variant's overrides. Gain = held-out success"
         " after RL - before (64 tasks, same sampling seeds); vs default = the paired difference of gains"
         " over seeds (`paired_seed_comparison`; 3 seeds: bootstrap and t intervals).",
@@ -145,7 +158,7 @@ def main() -> None:
             sys.exit("no Math warm-up: run `python benchmarks/learning/env_gain.py math` first")
         for seed in SEEDS:  # seed-major: every variant of a seed before the next seed
             for name in args.variants:
-                if not is_complete(run_dir(name, seed), STEPS):
+                if not is_complete(run_dir(name, seed), steps_of(name)):
                     _run(train_cmd(name, seed), run_dir(name, seed).with_suffix(".log"))
     print(write(collect(), "python benchmarks/learning/math_optim_study.py"))
 
