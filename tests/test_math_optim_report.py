@@ -53,8 +53,25 @@ def test_variants_are_compared_with_the_default_seed_by_seed(study):
     assert cmd[:5] == ["rlgym", "train", "env=math", "credit=grpo", "seed=1"] and "trainer.tasks_per_step=24" in cmd
 
 
-def test_a_variant_with_more_steps_is_complete_only_after_its_own_steps(study):
-    assert study.steps_of("default") == study.STEPS
-    assert study.steps_of("long_lr3e-5") == 50
+def _write_run(path, steps, before=0.5, after=0.6):
+    import json
+
+    path.mkdir(parents=True)
+    record = {"success": 0.4, "entropy": 0.04, "grad_norm": 1.0}
+    (path / "metrics.jsonl").write_text("".join(json.dumps({"step": i + 1, **record}) + "\n" for i in range(steps)))
+    (path / "summary.json").write_text(json.dumps({"before": {"success": before}, "after": {"success": after}}))
+
+
+def test_a_variant_with_more_steps_counts_only_once_its_own_steps_are_done(study, tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "RUNS", tmp_path / "runs")
+    assert study.steps_of("default") == study.STEPS and study.steps_of("long_lr3e-5") == 50
     cmd = study.train_cmd("long_lr3e-5", 0)
     assert "trainer.steps=50" in cmd and "trainer.optim.lr=3e-5" in cmd
+    # a default-length run of the long variant (e.g. stopped and summarised early) is not a result
+    _write_run(study.run_dir("long_lr3e-5", 0), study.STEPS)
+    _write_run(study.run_dir("default", 0), study.STEPS)
+    results = study.collect()
+    assert "long_lr3e-5" not in results and [r["seed"] for r in results["default"]] == [0]
+    _write_run(study.run_dir("long_lr3e-5", 1), 50, before=0.5, after=0.25)
+    (long,) = study.collect()["long_lr3e-5"]
+    assert long["seed"] == 1 and long["after"] - long["before"] == -0.25

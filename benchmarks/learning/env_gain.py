@@ -11,8 +11,8 @@ Each env's tier is its shipped configs: `configs/env/<env>.yaml` (the difficulty
 `rlgym train env=<env> credit=grpo seed=<s>` plus bookkeeping overrides (run folder, torch threads,
 checkpoints for resuming). `smollm2_math` is the preset `configs/experiment/smollm2_math.yaml`
 (`rlgym train +experiment=smollm2_math`) instead of an env's tier. The warm-up is `rlgym sft
-env=<env>` once (seed 0, as `rlgym train env=<env>` does it), and every seed starts from it (`sft.init`), so the seeds differ only in their RL
-task stream and sampling. Held-out success is measured before RL (on the warm-up weights) and after
+env=<env>` once (seed 0, as `rlgym train env=<env>` does it), and every seed starts from it
+(`sft.init`), so the seeds differ only in their RL task stream and sampling. Held-out success is measured before RL (on the warm-up weights) and after
 it, on the same held-out tasks with the same sampling seeds, so the per-seed gain after - before
 differs only by the weights. The seed is the unit: GRPO's gain is the paired difference over seeds
 (`rlgym_llm.eval.paired_seed_comparison`: mean, 95 % bootstrap CI resampling seeds and the paired t
