@@ -86,6 +86,39 @@ class MathTeacher(MathOracleAgent):
         return super().act(messages, info)
 
 
+class MathRecheckTeacher(MathOracleAgent):
+    """A noisy teacher for Math-v0's warm-up with the tiny model: the oracle, except that on a share
+    `recheck_prob` of the episodes it never submits: after the calculator's result it calls the
+    calculator again, and again, until the episode runs out of turns (reward 0).
+
+    Its noise is a decision, not a copy: the first turn is always the oracle's calculator call (the
+    digits the tiny model must learn to copy stay in the same place in every demonstration), and
+    what RL can learn is to submit the result instead of re-checking it (docs/math_env.md). The draw
+    comes from the episode's seed, so a seed gives the same demonstration. A task without an
+    expression (a dataset task) is solved as the oracle does.
+    """
+
+    recheck_prob = 0.5
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.reset()
+
+    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
+        super().reset(messages, info)
+        rng = random.Random(f"MathRecheckTeacher-{self.env.unwrapped.np_random_seed}")
+        self._recheck = rng.random() < self.recheck_prob
+
+    def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
+        expression = self.env.unwrapped.task.meta.get("expression")
+        if self._asked_calculator and self._recheck and expression:
+            return AssistantTurn(
+                content="Let me check it again.",
+                tool_calls=(ToolCall("calculator", {"expression": expression}, id="oracle_calc"),),
+            )
+        return super().act(messages, info)
+
+
 def _off_by_one(answer: str, rng: random.Random) -> str | None:
     """An integer answer plus or minus one; None for any other answer (fractions, decimals)."""
     try:

@@ -7,7 +7,9 @@ The tier's oracle calls calculator(<the question's expression>), then submit_ans
 Each episode is one of: success; `operator` (the calculator expression has the other operator);
 `operand` (same operator, a wrong number copied); `answer` (the expression was right, the submitted
 answer is not the calculator's result); `format` (a tool call did not parse, or no answer was
-submitted); `other`. Per file, also the most frequent expressions per question (the policy's modes).
+submitted); `recheck` (no answer: the calculator called again instead of submitting until the turns
+ran out, whatever it copied; counted as `format` before 2026-11-28); `guess` (an answer submitted
+without the calculator; `other` before 2026-11-28); `other`. Per file, also the most frequent expressions per question (the policy's modes).
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ def classify(episode: dict) -> tuple[str, str | None]:
     expr = exprs[0] if exprs else None
     if episode["outcome"].get("reward") == 1:
         return "success", expr
-    if any(t["action"].get("parse_errors") for t in episode["turns"]) or not answers:
+    if any(t["action"].get("parse_errors") for t in episode["turns"]):
         return "format", expr
+    if not answers:  # the turns ran out: re-checking (the recheck teacher's noise), or nothing usable
+        return ("recheck" if len(exprs) >= 2 else "format"), expr
+    if expr is None:
+        return "guess", expr
     if expr is not None and expr != question:
         q_op = "-" if " - " in question else "+"
         return ("operator" if f" {q_op} " not in f" {expr} " else "operand"), expr
@@ -54,7 +60,7 @@ def main() -> None:
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--questions", type=int, default=6, help="questions whose modes are printed")
     args = p.parse_args()
-    order = ("success", "operator", "operand", "answer", "format", "other")
+    order = ("success", "operator", "operand", "answer", "format", "recheck", "guess", "other")
     print("| file | episodes | " + " | ".join(order) + " |")
     print("|---|---:|" + "---:|" * len(order))
     summaries = [(f, summarize(f)) for f in args.files]

@@ -122,3 +122,47 @@ def test_the_math_teacher_guesses_only_integer_answers():
         assert reward == (first == "calculator")
     # a fraction is never guessed (the oracle's moves); some integer results are
     assert firsts[False] == {"calculator"} and "submit_answer" in firsts[True]
+
+
+def _calls_and_reward(env, agent, seed, max_turns=3):
+    """The tool names an episode calls (at most `max_turns` turns, as `env.max_turns` caps a rollout)."""
+    messages, info = env.reset(seed=seed)
+    agent.reset(messages, info)
+    names, reward = [], 0.0
+    for _ in range(max_turns):
+        turn = agent.act(messages, info)
+        names += [c.name for c in turn.tool_calls]
+        messages, reward, terminated, truncated, info = env.step(turn)
+        if terminated or truncated:
+            break
+    return tuple(names), reward
+
+
+def test_the_recheck_teacher_never_submits_on_its_share_of_tasks_and_is_the_oracle_otherwise():
+    from rlgym_agents.math import MathRecheckTeacher
+
+    env = rlgym_llm.make("rlgym/Math-v0", difficulty=0, kinds=["arithmetic"], prompt="short")
+    runs = [_calls_and_reward(env, MathRecheckTeacher(env), seed) for seed in range(N_TASKS)]
+    rechecks = [reward for names, reward in runs if names == ("calculator",) * 3]
+    submits = [reward for names, reward in runs if names == ("calculator", "submit_answer")]
+    assert len(rechecks) + len(submits) == N_TASKS  # the first turn is always the calculator call
+    assert 0.4 < len(rechecks) / N_TASKS < 0.6, len(rechecks)
+    assert not any(rechecks)  # out of turns, nothing submitted: always reward 0
+    assert all(submits)  # otherwise the oracle's moves: always right
+    # the episode's seed decides: the same seed, the same demonstration
+    assert [_calls_and_reward(env, MathRecheckTeacher(env), seed) for seed in range(N_TASKS)] == runs
+    # control: the oracle always submits after one calculator call
+    oracle = {_calls_and_reward(env, MathOracleAgent(env), seed) for seed in range(N_TASKS)}
+    assert oracle == {(("calculator", "submit_answer"), 1.0)}
+
+
+def test_the_recheck_teacher_solves_dataset_tasks_as_the_oracle():
+    from rlgym_agents.math import MathRecheckTeacher
+
+    env = rlgym_llm.make("rlgym/Math-v0", dataset="sample")
+    for i in range(len(env.unwrapped.dataset)):
+        messages, info = env.reset(seed=i, options={"task_index": i})
+        agent = MathRecheckTeacher(env)
+        agent.reset(messages, info)
+        _, reward, terminated, _, _ = env.step(agent.act(messages, info))
+        assert terminated and reward == 1.0

@@ -11,8 +11,8 @@ import pytest
 from rlgym_llm.config import load_config
 
 TIERS = {
-    # Math's warm-up clones the oracle itself: idle turns kept the tiny model from learning to copy
-    # digits (docs/math_env.md); the room to learn is the copying it has not mastered yet
+    # Math's teacher re-checks instead of submitting (rlgym_agents.math:MathRecheckTeacher), no idle
+    # turns: they kept the tiny model from learning to copy digits (docs/math_env.md)
     "math": ("rlgym/Math-v0", {"difficulty": 0, "kinds": ["arithmetic"], "prompt": "short"}, 3, 0.0),
     "search": ("rlgym/Search-v0", {"world_people": 4, "max_hops": 1, "snippet_chars": 40}, 4, 0.25),
     "gui": ("rlgym/GUI-v0", {"task_apps": ["settings"], "max_subgoals": 1}, 5, 0.2),
@@ -24,7 +24,7 @@ def test_the_env_train_config_composes_with_the_tier(env):
     env_id, kwargs, max_turns, idle = TIERS[env]
     cfg = load_config("train", [f"env={env}", "credit=grpo"])
     assert (cfg.env.id, cfg.env.kwargs, cfg.env.max_turns) == (env_id, kwargs, max_turns)
-    assert (cfg.sft.idle_prob, cfg.sft.successful_only) == (idle, idle == 0)
+    assert (cfg.sft.idle_prob, cfg.sft.successful_only) == (idle, False)  # the teacher's failures are kept
     assert cfg.trainer.eval_temperature == 1.0 and cfg.trainer.eval_every > 0 and not cfg.agent.tool_schemas
     # eval uses the same tier (configs/env/), without the training budget (configs/env_train/)
     ev = load_config("eval", [f"env={env}"])
@@ -53,10 +53,8 @@ def test_the_noisy_teacher_mostly_succeeds_and_sometimes_runs_out_of_turns(env):
         successful_only=False,
     )
     success = np.mean([t.reward > 0 for t in trajs])
-    if cfg.sft.idle_prob:
-        assert len(trajs) == 64 and 0.6 < success < 0.95, success
-    else:  # the oracle itself (Math): every demonstration succeeds within the turn limit
-        assert len(trajs) == 64 and success == 1.0, success
+    # idle turns (Search, GUI) or re-checks (Math: half of its episodes) run out of turns
+    assert len(trajs) == 64 and 0.5 < success < 0.95, success
     # short enough for the tiny model's context, with room to spare
     assert max(len(t.token_ids) for t in trajs) < cfg.policy.max_context
 
