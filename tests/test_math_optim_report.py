@@ -75,3 +75,18 @@ def test_a_variant_with_more_steps_counts_only_once_its_own_steps_are_done(study
     _write_run(study.run_dir("long_lr3e-5", 1), 50, before=0.5, after=0.25)
     (long,) = study.collect()["long_lr3e-5"]
     assert long["seed"] == 1 and long["after"] - long["before"] == -0.25
+
+
+def test_the_study_keeps_the_oracle_clone_tier_it_measured(study):
+    from rlgym_llm.config import load_config
+
+    # the tier shipped until 2026-11-28, whatever configs/env_train/math.yaml says now
+    warm_up = load_config("train", study.sft_cmd()[2:])
+    assert (warm_up.env.oracle, warm_up.sft.successful_only) == ("rlgym_agents.math:MathOracleAgent", True)
+    assert warm_up.out_dir == str(study.SFT)
+    for name, steps in (("default", 10), ("long_lr3e-5", 50)):
+        cmd = study.train_cmd(name, 0)
+        assert sum(o.startswith("trainer.steps=") for o in cmd) == 1  # one value per key
+        cfg = load_config("train", cmd[2:])
+        assert cfg.env.oracle == "rlgym_agents.math:MathOracleAgent" and cfg.trainer.steps == steps
+        assert cfg.sft.init == str(study.SFT / "sft_model")

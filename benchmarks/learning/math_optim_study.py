@@ -4,8 +4,10 @@
     python benchmarks/learning/math_optim_study.py --report   # only the report, from the run folders
 
 `benchmarks/learning/env_gain.py math` found GRPO's held-out gain on the Math tier negative over 5
-seeds. This study starts every run from the same warm-up (`runs/learning/gain/math/sft`, made by
-env_gain.py) and changes one setting of `rlgym train env=math credit=grpo` per variant: the learning
+seeds, from the warm-up shipped until 2026-11-28: the oracle's own clone, 10 RL steps (`ORACLE_TIER`;
+the tier now clones a re-checking teacher, docs/math_env.md). This study keeps that tier: it starts
+every run from one such warm-up (`runs/learning/math_optim/sft`, made here when missing) and changes
+one setting of `rlgym train env=math credit=grpo` per variant: the learning
 rate, the batch (tasks per step), AdamW's eps, a KL penalty to the warm-up policy. Within a seed every
 variant trains on the same task stream and is measured on the same held-out tasks with the same
 sampling seeds, so variants are compared seed by seed (paired). The seed is the unit.
@@ -23,13 +25,21 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from env_gain import COMMON, sft_dir
+from env_gain import COMMON
 from run import RESULTS, ROOT, _run, is_complete
 
 RUNS = ROOT / "runs" / "learning" / "math_optim"
 SEEDS = (0, 1, 2)
-STEPS = 10  # configs/env_train/math.yaml
-# name -> (overrides, what it tests); "default" is `rlgym train env=math credit=grpo` as shipped
+STEPS = 10
+# the tier as shipped until 2026-11-28 (configs/env_train/math.yaml then): the oracle's clone, 10 steps
+ORACLE_TIER = [
+    "env.oracle=rlgym_agents.math:MathOracleAgent",
+    "sft.successful_only=true",
+    f"trainer.steps={STEPS}",
+    "trainer.eval_every=5",
+]
+SFT = RUNS / "sft"
+# name -> (overrides, what it tests); "default" is `rlgym train env=math credit=grpo` on ORACLE_TIER
 VARIANTS: dict[str, tuple[list[str], str]] = {
     "default": ([], "lr 1e-4, 6 tasks x 8 samples per step, eps 1e-8, no KL"),
     "lr1e-5": (["trainer.optim.lr=1e-5"], "learning rate / 10"),
@@ -55,6 +65,25 @@ def steps_of(name: str) -> int:
     return STEPS
 
 
+def tier(overrides: list[str]) -> list[str]:
+    """ORACLE_TIER without the keys `overrides` set (Hydra takes one value per key)."""
+    keys = {o.split("=", 1)[0] for o in overrides}
+    return [o for o in ORACLE_TIER if o.split("=", 1)[0] not in keys]
+
+
+def sft_cmd() -> list[str]:
+    return [
+        "rlgym",
+        "sft",
+        "env=math",
+        *tier([]),
+        "trainer.eval_tasks=0",
+        "trainer.threads=1",
+        *COMMON,
+        f"out_dir={SFT}",
+    ]
+
+
 def run_dir(name: str, seed: int) -> Path:
     return RUNS / f"{name}_s{seed}"
 
@@ -68,7 +97,8 @@ def train_cmd(name: str, seed: int) -> list[str]:
         "credit=grpo",
         f"seed={seed}",
         f"env.train_seed_start={100_000 * (seed + 1)}",  # as env_gain.py: the same task stream per seed
-        f"sft.init={sft_dir('math') / 'sft_model'}",
+        f"sft.init={SFT / 'sft_model'}",
+        *tier(VARIANTS[name][0]),
         *VARIANTS[name][0],
         *COMMON,
         f"out_dir={path}",
@@ -114,8 +144,8 @@ def write(results: dict[str, list[dict]], command: str) -> Path:
         f"Command: `{command}` (resumable; `--report` rewrites this file from the run folders).",
         f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; tiny model, 2 CPU cores shared with other jobs.",
         "",
-        f"Each run: `rlgym train env=math credit=grpo seed=<s>` ({STEPS} steps unless the variant says) from the warm-up of"
-        " `benchmarks/learning/env_gain.py math`, plus the variant's overrides. Gain = held-out success"
+        f"Each run: `rlgym train env=math credit=grpo seed=<s>` ({STEPS} steps unless the variant says) from the oracle's"
+        f" clone (the tier shipped until 2026-11-28: `{' '.join(ORACLE_TIER)}`), plus the variant's overrides. Gain = held-out success"
         " after RL - before (64 tasks, same sampling seeds); vs default = the paired difference of gains"
         " over seeds (`paired_seed_comparison`; 3 seeds: bootstrap and t intervals).",
         "",
@@ -154,8 +184,8 @@ def main() -> None:
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     args = p.parse_args()
     if not args.report:
-        if not (sft_dir("math") / "sft_model" / "config.json").exists():
-            sys.exit("no Math warm-up: run `python benchmarks/learning/env_gain.py math` first")
+        if not (SFT / "sft_model" / "config.json").exists():
+            _run(sft_cmd(), SFT.with_suffix(".log"))
         for seed in SEEDS:  # seed-major: every variant of a seed before the next seed
             for name in args.variants:
                 if not is_complete(run_dir(name, seed), steps_of(name)):
