@@ -9,7 +9,8 @@ Each episode is one of: success; `operator` (the calculator expression has the o
 answer is not the calculator's result); `format` (a tool call did not parse, or no answer was
 submitted); `recheck` (no answer: the calculator called again instead of submitting until the turns
 ran out, whatever it copied; counted as `format` before 2026-11-28); `guess` (an answer submitted
-without the calculator; `other` before 2026-11-28); `other`. Per file, also the most frequent expressions per question (the policy's modes).
+without the calculator; `other` before 2026-11-28); `other`. Per file, also the most frequent
+expressions per question (the policy's modes).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def classify(episode: dict) -> tuple[str, str | None]:
         return ("recheck" if len(exprs) >= 2 else "format"), expr
     if expr is None:
         return "guess", expr
-    if expr is not None and expr != question:
+    if expr != question:
         q_op = "-" if " - " in question else "+"
         return ("operator" if f" {q_op} " not in f" {expr} " else "operand"), expr
     if results and answers[0] != results[0]:
