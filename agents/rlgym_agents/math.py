@@ -39,10 +39,7 @@ class MathOracleAgent:
         expression = task.meta.get("expression")
         if expression and not self._asked_calculator:
             self._asked_calculator = True
-            return AssistantTurn(
-                content="Let me compute this exactly.",
-                tool_calls=(ToolCall("calculator", {"expression": expression}, id="oracle_calc"),),
-            )
+            return _calculator_turn("Let me compute this exactly.", expression)
         answer = str(task.answer)
         results = [m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == "oracle_calc"]
         if results and not results[-1]["content"].startswith("Error"):
@@ -53,7 +50,20 @@ class MathOracleAgent:
         )
 
 
-class MathTeacher(MathOracleAgent):
+class _SeededTeacher(MathOracleAgent):
+    """The oracle with a random source drawn from the episode's seed (and the class's name), so a
+    seed gives the same demonstration; subclasses add their noise."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.reset()
+
+    def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
+        super().reset(messages, info)
+        self._rng = random.Random(f"{type(self).__name__}-{self.env.unwrapped.np_random_seed}")
+
+
+class MathTeacher(_SeededTeacher):
     """A noisy teacher for Math-v0's warm-up: the oracle, except that on its first turn it answers from
     memory with chance `guess_prob`, and its mental arithmetic is off by one (a wrong answer, the
     episode ends). The draw comes from the episode's seed, so a seed gives the same demonstration.
@@ -64,13 +74,8 @@ class MathTeacher(MathOracleAgent):
 
     guess_prob = 0.3
 
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self.reset()
-
     def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
         super().reset(messages, info)
-        self._rng = random.Random(f"MathTeacher-{self.env.unwrapped.np_random_seed}")
         self._first = True
 
     def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
@@ -86,7 +91,7 @@ class MathTeacher(MathOracleAgent):
         return super().act(messages, info)
 
 
-class MathRecheckTeacher(MathOracleAgent):
+class MathRecheckTeacher(_SeededTeacher):
     """A noisy teacher for Math-v0's warm-up with the tiny model: the oracle, except that on a share
     `recheck_prob` of the episodes it never submits: after the calculator's result it calls the
     calculator again, and again, until the episode runs out of turns (reward 0).
@@ -100,23 +105,22 @@ class MathRecheckTeacher(MathOracleAgent):
 
     recheck_prob = 0.5
 
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self.reset()
-
     def reset(self, messages: Messages | None = None, info: dict[str, Any] | None = None) -> None:
         super().reset(messages, info)
-        rng = random.Random(f"MathRecheckTeacher-{self.env.unwrapped.np_random_seed}")
-        self._recheck = rng.random() < self.recheck_prob
+        self._recheck = self._rng.random() < self.recheck_prob
 
     def act(self, messages: Messages, info: dict[str, Any] | None = None) -> AssistantTurn:
         expression = self.env.unwrapped.task.meta.get("expression")
         if self._asked_calculator and self._recheck and expression:
-            return AssistantTurn(
-                content="Let me check it again.",
-                tool_calls=(ToolCall("calculator", {"expression": expression}, id="oracle_calc"),),
-            )
+            return _calculator_turn("Let me check it again.", expression)
         return super().act(messages, info)
+
+
+def _calculator_turn(content: str, expression: str) -> AssistantTurn:
+    """The oracle's calculator call (its id is how the oracle finds the result among the messages)."""
+    return AssistantTurn(
+        content=content, tool_calls=(ToolCall("calculator", {"expression": expression}, id="oracle_calc"),)
+    )
 
 
 def _off_by_one(answer: str, rng: random.Random) -> str | None:
