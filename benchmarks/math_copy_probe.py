@@ -7,8 +7,9 @@ predicts each digit the answer depends on: the first operand in the calculator c
 and the answer (the tool result copied into "The answer is ..." and `submit_answer`). It prints one
 JSON line per measure; `--out` also writes them to a file.
 
-    python benchmarks/math_copy_probe.py --easy-max 9 --steps 1200    # operands 1..9 (the shipped warm-up: cosine lr)
+    python benchmarks/math_copy_probe.py --easy-max 9 --steps 1200    # operands 1..9 (the tier before 2026-11-27)
     python benchmarks/math_copy_probe.py --easy-max 5 --steps 1200    # operands 1..5 (shipped)
+    python benchmarks/math_copy_probe.py sft.lr=3e-3 sft.successful_only=false --steps 600 --every 50  # the lr
     python benchmarks/math_copy_probe.py sft.idle_prob=0.35 sft.successful_only=false  # + config overrides
 
 Results of the runs quoted in docs/math_env.md: benchmarks/results/math_copy_probe.md.

@@ -83,6 +83,7 @@ def test_the_study_keeps_the_oracle_clone_tier_it_measured(study):
     # the tier shipped until 2026-11-28, whatever configs/env_train/math.yaml says now
     warm_up = load_config("train", study.sft_cmd()[2:])
     assert (warm_up.env.oracle, warm_up.sft.successful_only) == ("rlgym_agents.math:MathOracleAgent", True)
+    assert (warm_up.sft.steps, warm_up.sft.lr, warm_up.sft.lr_schedule) == (1500, 3e-3, "cosine")
     assert warm_up.out_dir == str(study.SFT)
     for name, steps in (("default", 10), ("long_lr3e-5", 50)):
         cmd = study.train_cmd(name, 0)

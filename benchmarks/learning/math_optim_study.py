@@ -35,6 +35,8 @@ STEPS = 10
 ORACLE_TIER = [
     "env.oracle=rlgym_agents.math:MathOracleAgent",
     "sft.successful_only=true",
+    "sft.steps=1500",  # the warm-up's length and learning rate then (now 600 steps at 3e-4)
+    "sft.lr=3e-3",
     f"trainer.steps={STEPS}",
     "trainer.eval_every=5",
 ]

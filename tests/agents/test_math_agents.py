@@ -146,7 +146,7 @@ def test_the_recheck_teacher_never_submits_on_its_share_of_tasks_and_is_the_orac
     rechecks = [reward for names, reward in runs if names == ("calculator",) * 3]
     submits = [reward for names, reward in runs if names == ("calculator", "submit_answer")]
     assert len(rechecks) + len(submits) == N_TASKS  # the first turn is always the calculator call
-    assert 0.4 < len(rechecks) / N_TASKS < 0.6, len(rechecks)
+    assert 0.6 < len(rechecks) / N_TASKS < 0.8, len(rechecks)
     assert not any(rechecks)  # out of turns, nothing submitted: always reward 0
     assert all(submits)  # otherwise the oracle's moves: always right
     # the episode's seed decides: the same seed, the same demonstration

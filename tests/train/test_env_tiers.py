@@ -1,5 +1,5 @@
 """The learnable tiers of Math-v0, Search-v0 and GUI-v0 (`rlgym train env=math|search|gui`): their configs compose,
-their noisy teachers fail sometimes but mostly succeed, and (slow) a short run from the shipped
+their noisy teachers fail at the share they were calibrated to, and (slow) a short run from the shipped
 warm-up gets groups with both outcomes, so GRPO updates. Calibration: docs/math_env.md,
 docs/search_env.md, docs/gui_env.md."""
 
@@ -17,6 +17,9 @@ TIERS = {
     "search": ("rlgym/Search-v0", {"world_people": 4, "max_hops": 1, "snippet_chars": 40}, 4, 0.25),
     "gui": ("rlgym/GUI-v0", {"task_apps": ["settings"], "max_subgoals": 1}, 5, 0.2),
 }
+# the teacher's success on 64 generated tasks: Search's and GUI's mostly succeed; Math's re-checks on
+# 70 % of its episodes, so its clone starts near 0.3 once it copies the digits (docs/math_env.md)
+TEACHER_SUCCESS = {"math": (0.2, 0.45), "search": (0.5, 0.95), "gui": (0.5, 0.95)}
 
 
 @pytest.mark.parametrize("env", list(TIERS))
@@ -32,7 +35,7 @@ def test_the_env_train_config_composes_with_the_tier(env):
 
 
 @pytest.mark.parametrize("env", list(TIERS))
-def test_the_noisy_teacher_mostly_succeeds_and_sometimes_runs_out_of_turns(env):
+def test_the_noisy_teacher_succeeds_at_its_calibrated_share_and_otherwise_runs_out_of_turns(env):
     pytest.importorskip("transformers")
     from transformers import AutoTokenizer
 
@@ -53,8 +56,9 @@ def test_the_noisy_teacher_mostly_succeeds_and_sometimes_runs_out_of_turns(env):
         successful_only=False,
     )
     success = np.mean([t.reward > 0 for t in trajs])
-    # idle turns (Search, GUI) or re-checks (Math: half of its episodes) run out of turns
-    assert len(trajs) == 64 and 0.5 < success < 0.95, success
+    # idle turns (Search, GUI) or re-checks (Math) run out of turns
+    low, high = TEACHER_SUCCESS[env]
+    assert len(trajs) == 64 and low < success < high, success
     # short enough for the tiny model's context, with room to spare
     assert max(len(t.token_ids) for t in trajs) < cfg.policy.max_context
 
