@@ -1,14 +1,16 @@
 """How fast does the tiny model's warm-up learn to copy digits on Math-v0 level 0?
 
-A diagnostic behind the calibration in docs/math_env.md. It trains the tiny model on the oracle's
-demonstrations exactly as `rlgym sft` does (its own `sft()` loop, with the config's lr and schedule), and every
-`--every` steps measures, teacher-forced on 64 held-out oracle episodes, how often the argmax
+A diagnostic behind the calibration in docs/math_env.md. It trains the tiny model on the demonstrations
+of the config's teacher (`env.oracle`) exactly as `rlgym sft` does (its own `sft()` loop, with the
+config's lr and schedule), and every `--every` steps measures, teacher-forced on the teacher's
+successful episodes among 64 held-out ones, how often the argmax
 predicts each digit the answer depends on: the first operand in the calculator call, the second,
 and the answer (the tool result copied into "The answer is ..." and `submit_answer`). It prints one
 JSON line per measure; `--out` also writes them to a file.
 
-    python benchmarks/math_copy_probe.py --easy-max 9 --steps 1200    # operands 1..9 (the tier before 2026-11-27)
-    python benchmarks/math_copy_probe.py --easy-max 5 --steps 1200    # operands 1..5 (shipped)
+    python benchmarks/math_copy_probe.py sft.successful_only=false --steps 600    # the shipped tier and warm-up
+    python benchmarks/math_copy_probe.py env.oracle=rlgym_agents.math:MathOracleAgent sft.lr=3e-3 \
+        sft.lr_schedule=constant --easy-max 9 --steps 1200   # the 2026-11-27 tables: the oracle, operands 1..9
     python benchmarks/math_copy_probe.py sft.lr=3e-3 sft.successful_only=false --steps 600 --every 50  # the lr
     python benchmarks/math_copy_probe.py sft.idle_prob=0.35 sft.successful_only=false  # + config overrides
 
