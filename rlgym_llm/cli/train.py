@@ -6,7 +6,8 @@
     rlgym sft env=math sft.steps=200              # only the supervised warm-up
     rlgym train trainer.nproc=2                   # data-parallel: starts 2 processes under torchrun
 
-Exit codes: 0 done, 1 the run failed (the first error is printed), 2 an invalid config.
+Exit codes: 0 done, 1 the run failed (the first error is printed; a missing package is named with the
+extra that installs it), 2 an invalid config.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlgym_llm.core.errors import ConfigError, RlgymError
+from rlgym_llm.core.errors import ConfigError, MissingDependencyError, RlgymError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,6 +95,9 @@ def run_train(args: argparse.Namespace) -> int:
     except RlgymError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except ImportError as e:  # a package of an extra, imported where no message names it
+        print(f"error: {MissingDependencyError.of(e, '`rlgym train`')}", file=sys.stderr)
+        return 1
     finally:
         reporter.close()
     if not main_rank:
@@ -143,6 +147,9 @@ def run_sft(args: argparse.Namespace) -> int:
         return 2
     except RlgymError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except ImportError as e:
+        print(f"error: {MissingDependencyError.of(e, '`rlgym sft`')}", file=sys.stderr)
         return 1
     finally:
         reporter.close()

@@ -38,13 +38,51 @@ class RegistrationError(RlgymError, ValueError):
     """`register()` was called with a bad id or entry point."""
 
 
-class MissingDependencyError(RlgymError, ImportError):
-    """An optional extra is needed for this feature but is not installed."""
+EXTRA_OF: dict[str, str] = {
+    "torch": "train",
+    "transformers": "train",
+    "tokenizers": "train",
+    "safetensors": "train",
+    "peft": "train",
+    "matplotlib": "train",
+    "aiohttp": "openai",
+    "ray": "ray",
+    "docker": "docker",
+    "tensorboard": "tb",
+    "wandb": "wandb",
+    "pyarrow": "data",
+    "datasets": "data",
+    "bm25s": "search",
+    "PIL": "gui",
+    "gguf": "smollm2",
+}
+"""The extra of pyproject.toml that installs each optional top-level module."""
 
-    def __init__(self, package: str, extra: str, feature: str):
-        super().__init__(
-            f"{feature} needs `{package}`, which is not installed. Install it with `pip install 'rlgym-llm[{extra}]'`."
-        )
+
+class MissingDependencyError(RlgymError, ImportError):
+    """An optional extra is needed for this feature but is not installed.
+
+    `MissingDependencyError.of(error, feature)` builds it from the `ImportError` that says which module
+    failed (`error.name`), so the message names that module, not the one the feature is known for.
+    """
+
+    def __init__(self, package: str, extra: str | None, feature: str, detail: str | None = None):
+        fix = f"pip install 'rlgym-llm[{extra}]'" if extra else f"install the package that provides `{package}`"
+        if detail is None:
+            text = f"{feature} needs `{package}`, which is not installed. Install it with `{fix}`."
+        else:  # installed, but its import fails (too old a version, a broken dependency)
+            text = f"{feature} needs `{package}`, which cannot be imported ({detail}). Reinstall it with `{fix}`."
+        super().__init__(text, name=package)
+
+    @classmethod
+    def of(
+        cls, error: ImportError, feature: str, extra: str | None = None, default: str | None = None
+    ) -> MissingDependencyError:
+        """The error for a failed import: the module is `error.name`'s top-level package (`default`
+        when the error names none), the extra `extra`, else the one `EXTRA_OF` gives for it."""
+        package = (error.name or "").partition(".")[0] or default or "an optional package"
+        detail = None if isinstance(error, ModuleNotFoundError) else str(error)
+        return cls(package, extra or EXTRA_OF.get(package), feature, detail)
 
 
 class EnvCheckError(RlgymError, AssertionError):

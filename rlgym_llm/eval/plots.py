@@ -17,7 +17,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError as e:
-        raise MissingDependencyError("matplotlib", "eval", "the plots of `rlgym eval`") from e
+        raise MissingDependencyError.of(e, "the plots of `rlgym eval`", "eval", default="matplotlib") from e
     matplotlib.use("Agg")  # headless; set before pyplot is imported
     import matplotlib.pyplot as plt
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import rlgym_llm
 from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, SandboxConfig, load_config
 from rlgym_llm.core import threads
-from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.errors import ConfigError, MissingDependencyError
 from rlgym_llm.rollout.manager import Agent, RolloutConfig
 from rlgym_llm.rollout.policy import TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter as ProgressReporter  # re-exported for the CLI
@@ -269,23 +269,28 @@ def compute(device: str, dtype: str) -> Compute:
 
 def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:
     """(model with float32 weights in eval mode, on `on.device` (default cpu); tokenizer) from a folder."""
-    from transformers import AutoModelForCausalLM
-
-    model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
+    model: Any = _transformers("loading a model").AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")
     if on is not None:
         model.to(on.device)
     model.eval()
     return model, load_tokenizer(path)
 
 
+def _transformers(feature: str) -> Any:
+    """The `transformers` module, or the error that names the package missing (it, or torch under it)."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise MissingDependencyError.of(e, feature, default="transformers") from e
+    return transformers
+
+
 def load_tokenizer(path: str | os.PathLike) -> Any:
     """The tokenizer of a model folder, with a chat template that renders tools (the model's own
     where it has one, `rlgym_llm.rollout.hub.ensure_chat_template`)."""
-    from transformers import AutoTokenizer
-
     from rlgym_llm.rollout.hub import ensure_chat_template
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    tokenizer = _transformers("loading a tokenizer").AutoTokenizer.from_pretrained(str(path))
     ensure_chat_template(tokenizer)
     return tokenizer
 
@@ -296,9 +301,7 @@ def add_lora(model: Any, lora: LoraConfig) -> Any:
         from peft import LoraConfig as PeftLoraConfig
         from peft import get_peft_model
     except ImportError as e:
-        from rlgym_llm.core.errors import MissingDependencyError
-
-        raise MissingDependencyError("peft", "train", "LoRA training") from e
+        raise MissingDependencyError.of(e, "LoRA training", default="peft") from e
     config = PeftLoraConfig(
         r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=list(lora.target_modules)
     )

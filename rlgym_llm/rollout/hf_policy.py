@@ -40,7 +40,7 @@ def _torch():
     try:
         import torch
     except ImportError as e:
-        raise MissingDependencyError("torch", "train", "the transformers policy") from e
+        raise MissingDependencyError.of(e, "the transformers policy", default="torch") from e
     return torch
 
 

@@ -46,7 +46,7 @@ def _aiohttp():
     try:
         import aiohttp
     except ImportError as e:
-        raise MissingDependencyError("aiohttp", "openai", "the OpenAI-compatible policy") from e
+        raise MissingDependencyError.of(e, "the OpenAI-compatible policy", default="aiohttp") from e
     return aiohttp
 
 

@@ -49,7 +49,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise MissingDependencyError("ray", "ray", "the Ray runner") from e
+        raise MissingDependencyError.of(e, "the Ray runner", default="ray") from e
     return ray
 
 

@@ -93,7 +93,7 @@ def build_smollm2(path: str | os.PathLike | None = None) -> Path:
         import gguf as _gguf  # noqa: F401  (transformers needs it to read the file)
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:
-        raise MissingDependencyError(e.name or "gguf", "smollm2", "converting SmolLM2-135M-Instruct") from e
+        raise MissingDependencyError.of(e, "converting SmolLM2-135M-Instruct", "smollm2", default="gguf") from e
 
     logger.info("converting %s into a Hugging Face folder (once; about a minute)", gguf)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

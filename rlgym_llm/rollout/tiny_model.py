@@ -96,7 +96,7 @@ def _train_tokenizer(cfg: TinyModelConfig):
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
         from transformers import PreTrainedTokenizerFast
     except ImportError as e:
-        raise MissingDependencyError("transformers", "train", "the tiny model") from e
+        raise MissingDependencyError.of(e, "the tiny model", default="transformers") from e
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -145,7 +145,7 @@ def build_tiny_model(path: str | os.PathLike | None = None, config: TinyModelCon
         import torch
         from transformers import Qwen2Config, Qwen2ForCausalLM
     except ImportError as e:
-        raise MissingDependencyError("torch", "train", "the tiny model") from e
+        raise MissingDependencyError.of(e, "the tiny model", default="torch") from e
 
     tokenizer = _train_tokenizer(cfg)
     # The model's vocab is the tokenizer's real size: a larger one would sample undecodable ids.

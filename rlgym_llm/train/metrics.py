@@ -109,7 +109,7 @@ def _start_wandb(out: Path, kwargs: dict[str, Any]) -> Any:
     try:
         import wandb
     except ImportError as e:
-        raise MissingDependencyError("wandb", "wandb", "log.wandb=true") from e
+        raise MissingDependencyError.of(e, "log.wandb=true", default="wandb") from e
     id_file = out / "wandb_run_id"
     run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:8]
     id_file.write_text(run_id)

@@ -45,7 +45,7 @@ def learning_curve(
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        raise MissingDependencyError("matplotlib", "train", "the learning-curve plot") from e
+        raise MissingDependencyError.of(e, "the learning-curve plot", default="matplotlib") from e
 
     fig = curve_figure(records, title, before, after, after_sft)
     out = Path(path)
