@@ -33,6 +33,10 @@ def _at_least_one(obj: Any, *names: str) -> None:
         raise ConfigError(problems)
 
 
+DEFAULT_MAX_TURNS = 6
+"""The turn limit of an env that states none (`EnvConfig.max_turns`)."""
+
+
 @dataclass
 class EnvConfig:
     """Which environment, and which of its tasks.
@@ -43,7 +47,10 @@ class EnvConfig:
             (toy envs and your own envs need no plugin package).
         module: a module to import first, which registers its envs (`rlgym_llm.register(...)`);
             modules in the working directory are found, as with `python -m`.
-        max_turns: assistant turns per episode (the env's own limit may end it sooner).
+        max_turns: assistant turns per episode (the env may end an episode sooner). null: the env's
+            own limit, the `max_turns` of its registration (`rlgym_llm.register(id, ..., max_turns=N)`);
+            for `entry_point=module:Class`, the class's `max_turns` attribute, else the limit of that
+            class's own registration; `DEFAULT_MAX_TURNS` when the env states none. A number here wins.
         kwargs: constructor keyword arguments, e.g. `{difficulty: 1}`.
         oracle: `module:Class` of a scripted expert for this env (SFT warm-up data); null: none.
         train_seed_start: training tasks are the seeds train_seed_start, train_seed_start + 1, ...
@@ -61,7 +68,7 @@ class EnvConfig:
     id: str | None = "rlgym/Math-v0"
     entry_point: str | None = None
     module: str | None = None
-    max_turns: int = 6
+    max_turns: int | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
     oracle: str | None = None
     train_seed_start: int = 0
@@ -72,7 +79,8 @@ class EnvConfig:
     dataset_kwarg: str | None = None
 
     def __post_init__(self) -> None:
-        _at_least_one(self, "max_turns")
+        if self.max_turns is not None:
+            _at_least_one(self, "max_turns")
         if self.id is None:
             if not self.entry_point:
                 raise ConfigError(["id: name your env: env.id=<registered id> or env.entry_point=module:Class"])
@@ -298,7 +306,7 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
             return [f"`env.module={env.module}` cannot be imported: {e}"]
     if env.id is None:
         return []  # reported by EnvConfig's own check
-    if env.entry_point and env.id not in registry.list_envs():
+    if env.entry_point and registry.needs_registration(env.id, env.entry_point):
         target: Any = env.entry_point
     else:
         try:

@@ -132,6 +132,17 @@ def make(env_id: str, max_turns: int | None = None, **kwargs: Any) -> gymnasium.
     return TurnLimit(env, limit) if limit else env
 
 
+def needs_registration(env_id: str, entry_point: str) -> bool:
+    """Whether a config's `entry_point` (`module:Class`) is to be registered as `env_id`: the id is
+    not registered, or is registered with another `module:Class` string (an earlier config's, in the
+    same process). An id registered with the class itself (by its module) keeps its registration."""
+    load_plugins()
+    registered = gymnasium.registry.get(env_id)
+    if registered is None or env_id not in _max_turns:
+        return True
+    return isinstance(registered.entry_point, str) and registered.entry_point != entry_point
+
+
 def default_max_turns(env_id: str) -> int | None:
     """The turn limit `make(env_id)` applies unless told otherwise (None: no limit)."""
     spec(env_id)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import rlgym_llm
 from rlgym_llm.config import AgentConfig, EnvConfig, LoraConfig, PolicyConfig, SandboxConfig, load_config
+from rlgym_llm.config.schema import DEFAULT_MAX_TURNS
 from rlgym_llm.core import threads
 from rlgym_llm.core.errors import ConfigError, MissingDependencyError
 from rlgym_llm.rollout.manager import Agent, RolloutConfig
@@ -198,9 +199,49 @@ def register_env(env: EnvConfig) -> None:
 
     if env.module:
         registry.import_env_module(env.module)
-    if env.id and env.entry_point and env.id not in rlgym_llm.list_envs():
+    if env.id and env.entry_point and registry.needs_registration(env.id, env.entry_point):
         registry.import_env_module(env.entry_point.partition(":")[0])  # make() imports it: find local modules
-        rlgym_llm.register(env.id, env.entry_point, max_turns=env.max_turns)
+        rlgym_llm.register(env.id, env.entry_point)  # no limit here: `turn_limit` finds the class's own
+
+
+def turn_limit(env: EnvConfig) -> tuple[int, str]:
+    """(the turn limit of an episode, where it comes from): `env.max_turns` when the config sets it;
+    else the env's own, from its registration (`rlgym_llm.register(id, ..., max_turns=N)`), for an
+    env named by `env.entry_point` from its class's `max_turns` attribute or the registration of that
+    class under another id; else `DEFAULT_MAX_TURNS`."""
+    if env.max_turns is not None:
+        return env.max_turns, "env.max_turns in the config"
+    from rlgym_llm.core import registry
+
+    register_env(env)
+    env_id = str(env.id)
+    own = registry.default_max_turns(env_id)
+    if own is not None:
+        return own, "from the env's registration"
+    entry = registry.spec(env_id).entry_point
+    cls = import_object(entry) if isinstance(entry, str) else entry
+    stated = getattr(cls, "max_turns", None)
+    if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 1:
+        return stated, f"from {getattr(cls, '__name__', cls)}.max_turns"
+    # the same class registered under another id (README: `register("me/Echo-v0", EchoEnv, max_turns=1)`
+    # in the module that `env.entry_point=my_envs:EchoEnv` names)
+    names = {cls, f"{getattr(cls, '__module__', '')}:{getattr(cls, '__qualname__', '')}"}
+    limits: dict[int, str] = {}
+    for other in rlgym_llm.list_envs():
+        limit = registry.default_max_turns(other)
+        if other != env_id and limit is not None and registry.spec(other).entry_point in names:
+            limits.setdefault(limit, other)
+    if len(limits) == 1:
+        ((limit, other),) = limits.items()
+        return limit, f"from the registration of {other}"
+    return DEFAULT_MAX_TURNS, "the default: the env sets no limit; env.max_turns=N sets one"
+
+
+def resolve_turn_limit(env: EnvConfig) -> str:
+    """Set `env.max_turns` to the limit of `turn_limit` (the run folder's config.yaml then says it),
+    and return the line that reports it, e.g. `env me/Echo-v0: max_turns=1 (from the env's registration)`."""
+    env.max_turns, source = turn_limit(env)
+    return f"env {env.id}: max_turns={env.max_turns} ({source})"
 
 
 def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str, Any]:
@@ -212,7 +253,8 @@ def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callabl
     """A zero-argument factory of fresh envs."""
     register_env(env)
     kwargs, env_id = env_kwargs(env, sandbox), str(env.id)  # a validated config always names its env
-    return lambda: rlgym_llm.make(env_id, max_turns=env.max_turns, **kwargs)
+    limit = turn_limit(env)[0]
+    return lambda: rlgym_llm.make(env_id, max_turns=limit, **kwargs)
 
 
 def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:
@@ -435,7 +477,7 @@ def rollout_config(
     defaults)."""
     config = RolloutConfig(
         group_size=group_size,
-        max_turns=env.max_turns,
+        max_turns=turn_limit(env)[0],
         max_context=policy.max_context,
         sampling=dataclasses.replace(policy.sampling, temperature=temperature),
         concurrency=policy.concurrency,

@@ -70,7 +70,7 @@ def warm_up(
             tokenizer,
             parts.oracle_factory(cfg.env.oracle),
             seeds,
-            cfg.env.max_turns,
+            parts.turn_limit(cfg.env)[0],
             idle_prob=cfg.sft.idle_prob,
             successful_only=cfg.sft.successful_only,
             env_in_thread=cfg.env.sandbox_kwarg is not None,
@@ -157,8 +157,10 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     torch.manual_seed(cfg.seed)
     # model -> agent
     parts.probe_env(cfg.env, cfg.sandbox)
+    turns = parts.resolve_turn_limit(cfg.env)
     out = parts.run_folder(cfg, "sft")
     report(f"run folder: {out}")
+    report(turns)
     on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
     model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
     make_env = parts.env_factory(cfg.env, cfg.sandbox)

@@ -93,6 +93,8 @@ def _run(
     from rlgym_llm.train.plots import learning_curve
     from rlgym_llm.train.trainer import PolicyTrainer
 
+    # the env's own turn limit unless the config sets one; config.yaml records the one used
+    turns = parts.resolve_turn_limit(cfg.env)
     # a new folder, or the run `resume=` names with the same config; made by rank 0, whose path
     # (its timestamp) or problems every rank then takes
     made: Path | ConfigError | None = None
@@ -107,6 +109,7 @@ def _run(
     out = Path(str(made))
     cfg.out_dir = str(out)
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
+    report(turns)
 
     # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
     progress = progress if progress is not None and dist.main else ProgressReporter(enabled=False)
@@ -183,7 +186,7 @@ def _run(
             # an engine in another program samples with weights the trainer cannot see: recompute pi_old
             # so do rollouts sampled ahead: pi_old is the current policy, the behaviour enters the IS weight
             recompute_old_logp=t.loss.recompute_old_logp or cfg.policy.backend != "hf" or t.off_policy_steps > 0,
-            norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * cfg.env.max_turns),
+            norm_const=t.loss.norm_const or float(cfg.policy.sampling.max_tokens * parts.turn_limit(cfg.env)[0]),
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
         trainer = PolicyTrainer(
