@@ -6,8 +6,11 @@
     rlgym eval policy=openai policy.base_url=http://127.0.0.1:8000/v1 policy.model=smollm2
     rlgym eval policy=vllm policy.model=smollm2             # starts a vLLM server (`make vllm-env`)
 
-The config is `configs/eval.yaml` (groups env, agent, policy, sandbox as in `rlgym train`).
-Exit codes: 0 done, 1 the evaluation failed (the first error is printed), 2 an invalid config.
+The config is `configs/eval.yaml` (groups env, agent, policy, sandbox as in `rlgym train`). Each
+evaluation writes a new folder (`runs/eval/<date>_<time>`); an `out_dir=` that already holds files is
+refused, as `rlgym train` does.
+Exit codes: 0 done, 1 the evaluation failed (the first error is printed), 2 an invalid config or
+an `out_dir` that holds an earlier report.
 """
 
 from __future__ import annotations

@@ -411,6 +411,8 @@ class EvalConfig:
         label: the policy's name in the report (default: the model and checkpoint).
         seed: seeds sampling and the bootstrap.
         out_dir: eval.json, report.md, pass_at_k.png, scores.png (and trajectories.jsonl) go here.
+            It must be new or empty, as for `rlgym train` (`configs/eval.yaml` makes a timestamped
+            one, `runs/eval/<date>_<time>`).
         save_trajectories: stream every episode to `out_dir/trajectories.jsonl`.
         progress: show a progress bar.
         episode_timeout_s: limit for one episode (generation and env steps); past it the episode

@@ -27,7 +27,8 @@ BUILTIN_MODELS = ("tiny", "smollm2")
 
 
 def run(cfg: EvalConfig, command: str = "rlgym eval") -> tuple[Any, dict[str, Path]]:
-    """Evaluate as `cfg` says; write the report files to `out_dir`.
+    """Evaluate as `cfg` says; write the report files to `out_dir`, a new or empty folder (as for
+    `rlgym train`: an earlier report is never overwritten).
 
     Args:
         cfg: a validated config (`load_config("eval", overrides)`).
@@ -35,9 +36,13 @@ def run(cfg: EvalConfig, command: str = "rlgym eval") -> tuple[Any, dict[str, Pa
 
     Returns:
         (the `EvalResult`, the written files: markdown, json, pass_at_k and scores plots).
+
+    Raises:
+        ConfigError: `out_dir` already holds files; checked before anything loads.
     """
     from rlgym_llm.eval.report import write_report
 
+    parts.run_folder(cfg, command="eval", create=False)
     parts.cpu_threads(cfg.threads)  # before the first `import torch`: OpenMP reads its wait policy then
     result = asyncio.run(_evaluate(with_run_settings(cfg)))
     return result, write_report(result, cfg.out_dir, command=command)
@@ -54,7 +59,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
     rollout = replace(rollout, episode_timeout_s=cfg.episode_timeout_s, call_timeout_s=cfg.call_timeout_s)
     async with _Engine(cfg, folder) as (policy, tokenizer):
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
-        writer = TrajectoryWriter(_fresh(Path(cfg.out_dir) / "trajectories.jsonl")) if cfg.save_trajectories else None
+        writer = TrajectoryWriter(Path(cfg.out_dir) / "trajectories.jsonl") if cfg.save_trajectories else None
         progress = RolloutProgress(cfg.tasks * cfg.samples, "eval") if cfg.progress else None
         try:
             if progress is not None:
@@ -98,11 +103,6 @@ def with_run_settings(cfg: EvalConfig) -> EvalConfig:
     sampling = replace(cfg.policy.sampling, max_tokens=p["sampling"]["max_tokens"])
     policy = replace(cfg.policy, model=p["model"], max_context=p["max_context"], sampling=sampling)
     return replace(cfg, agent=AgentConfig(**run["agent"]), policy=policy)
-
-
-def _fresh(path: Path) -> Path:
-    path.unlink(missing_ok=True)  # TrajectoryWriter appends; a rerun must not mix two evaluations
-    return path
 
 
 def _plain(x: Any) -> Any:

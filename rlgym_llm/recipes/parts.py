@@ -133,11 +133,13 @@ def _field_default(cfg: Any, key: str, missing: Any) -> Any:
 
 def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:
     """The folder of this run, created, with the composed config written to its `config.yaml`
-    (`create=False`: only checked, as `rlgym train` does before it starts torchrun).
+    (`create=False`: only checked, as `rlgym train` does before it starts torchrun and `rlgym eval`
+    before it loads the model).
 
-    A new run gets a new folder: `out_dir` (timestamped by default) must not hold anything yet.
-    `resume=FOLDER` continues the run there instead, and only when its saved config matches this one
-    in everything but `RESUMABLE_CHANGES`; `cfg.out_dir` becomes that folder.
+    A new run (or evaluation) gets a new folder: `out_dir` (timestamped by default) must not hold
+    anything yet, so an earlier run is never reused or overwritten silently.
+    `resume=FOLDER` continues a training run there instead, and only when its saved config matches
+    this one in everything but `RESUMABLE_CHANGES`; `cfg.out_dir` becomes that folder.
 
     Raises:
         ConfigError: the folder holds another run, or the run to resume is missing or differs.
@@ -165,10 +167,11 @@ def run_folder(cfg: Any, command: str = "train", create: bool = True) -> Path:
     else:
         out = Path(cfg.out_dir)
         if out.exists() and any(out.iterdir()):
+            fix = f"pass resume={cfg.out_dir} to continue that run, or " if command == "train" else ""
             raise ConfigError(
                 [
-                    f"`out_dir={cfg.out_dir}` already holds files (another run?): pass resume={cfg.out_dir} to "
-                    "continue that run, or choose a new out_dir (the default is a new timestamped folder)"
+                    f"`out_dir={cfg.out_dir}` already holds files (another run?): {fix}choose a new out_dir "
+                    "(the default is a new timestamped folder)"
                 ]
             )
     if not create:
