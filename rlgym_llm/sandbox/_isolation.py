@@ -7,6 +7,11 @@ The box's filesystem (`isolate_fs`) is built, not filtered: a fresh root that ho
 hidden, one size-capped tmpfs for the work dir and the scratch dirs, a few device nodes and /proc.
 So no folder of the caller (its cwd, its `sys.path`, a checkout under /tmp, the task data of an
 installed package) can be reached from a box, whatever the caller's cwd.
+
+The interpreter may live anywhere: mounts are made parents first (`mount_order`), so a venv under
+/tmp, /var/tmp or /dev/shm is bound inside the box's private scratch dir, where it is the only host
+folder. Refused (`private_conflict`): an interpreter folder that is, or holds, one of the scratch
+dirs (an interpreter at /tmp/python3, a prefix of /): showing it would show the host's /tmp.
 """
 
 from __future__ import annotations
@@ -69,11 +74,29 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+class Refused(Exception):
+    """The box cannot be built as asked (e.g. the interpreter's folder is the box's private /tmp)."""
+
+
 def interpreter_dirs() -> list[str]:
     """The running interpreter's prefixes and its executable's dir (a venv and its base both)."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}
     dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
     return sorted(os.path.realpath(d) for d in dirs if d)
+
+
+def private_conflict(path: str) -> str | None:
+    """The box's private scratch dir that `path` is or holds, if any (such a host folder can't be shown)."""
+    return next((place for place in SCRATCH.values() if under(place, path)), None)
+
+
+def mount_order(paths: list[str]) -> list[str]:
+    """`paths` with every folder before the ones inside it, so a later mount never hides an earlier one.
+
+    E.g. the box's /tmp (a scratch tmpfs) comes before a venv under /tmp, bound into it; an
+    interpreter folder holding the work dir comes before the work dir's tmpfs.
+    """
+    return sorted(paths, key=lambda p: p.rstrip("/").count("/"))
 
 
 def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> None:
@@ -84,6 +107,14 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
     device nodes and /proc. Nothing else of the host (the caller's cwd, `sys.path`, /root, /home,
     the host's /tmp) exists in it; `expose` adds read-only host dirs on request.
     """
+    interpreter = interpreter_dirs()
+    for path in interpreter:
+        if place := private_conflict(path):
+            raise Refused(
+                f"the interpreter {sys.executable} cannot be shown to the box: its folder {path} is or holds "
+                f"{place}, which the box replaces with a private tmpfs; run Python from a folder of its own "
+                f"(e.g. {place}/venv/bin/python, not {place}/python)"
+            )
     unshare(CLONE_NEWNS | CLONE_NEWIPC)
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount from here on reaches the host
     new = work_dir  # an empty host dir: mounted over, it becomes the new root's mount point
@@ -108,26 +139,29 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
             os.symlink(os.readlink(path), new + path)
         elif os.path.isdir(path):
             bind(path)
-    for path in interpreter_dirs():
-        bind(path)
+    # One tmpfs, one size cap, for everything the box may write; bound to its four places.
+    box = new + "/.rlgym-box"
+    os.makedirs(box)
+    mount("tmpfs", box, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=755")
+    writable = {place: (name, 0o1777) for name, place in SCRATCH.items()} | {work_dir: ("work", 0o700)}
+    # Parents first: the work dir or a venv may lie under /tmp, their mount points then inside the box's /tmp.
+    for path in mount_order([*writable, *interpreter]):
+        if path not in writable:
+            bind(path)
+            continue
+        name, mode = writable[path]
+        os.mkdir(f"{box}/{name}")
+        os.chmod(f"{box}/{name}", mode)
+        os.makedirs(new + path, exist_ok=True)
+        mount(f"{box}/{name}", new + path, None, MS_BIND)
+    check(libc.umount2(box.encode(), MNT_DETACH), "umount2")
+    os.rmdir(box)
     # Installed packages (this project's task data among them, in a non-editable install) stay hidden.
     for tree in list(seen):
         for pattern in ("lib*/python*/*-packages", "local/lib*/python*/*-packages"):
             for hidden in glob.glob(os.path.join(new + tree, pattern)):
                 if os.path.basename(hidden) in ("site-packages", "dist-packages") and os.path.isdir(hidden):
                     mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=755")
-    # One tmpfs, one size cap, for everything the box may write; bound to its four places.
-    box = new + "/.rlgym-box"
-    os.makedirs(box)
-    mount("tmpfs", box, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=755")
-    # Scratch dirs first: the work dir may lie under /tmp, its mount point then inside the box's /tmp.
-    for name, place, mode in [*((n, p, 0o1777) for n, p in SCRATCH.items()), ("work", work_dir, 0o700)]:
-        os.mkdir(f"{box}/{name}")
-        os.chmod(f"{box}/{name}", mode)
-        os.makedirs(new + place, exist_ok=True)
-        mount(f"{box}/{name}", new + place, None, MS_BIND)
-    check(libc.umount2(box.encode(), MNT_DETACH), "umount2")
-    os.rmdir(box)
     for dev in DEVICES:
         os.makedirs(os.path.dirname(new + dev), exist_ok=True)
         open(new + dev, "a").close()
@@ -151,10 +185,9 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
         report["root_switch"] = "chroot"
     os.rmdir("/.old-root")
     os.chdir("/")
-    writable = {work_dir, *SCRATCH.values(), *DEVICES}
     failed = []
     for point, keep in _mounts():
-        if point in writable or under(point, "/proc"):
+        if point in writable or point in DEVICES or under(point, "/proc"):
             continue
         try:
             mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)

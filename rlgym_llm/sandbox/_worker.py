@@ -7,6 +7,8 @@ Isolation layers (each is reported back in the `init` answer; all need root, see
 - the worker itself enters new mount, IPC and (network off) network namespaces once and moves into
   a fresh root holding only the system dirs and the interpreter, read-only (site-packages hidden),
   and one size-capped tmpfs for the work dir, /tmp, /var/tmp and /dev/shm (see `_isolation.py`);
+  `init` fails (`_isolation.Refused`) when that root cannot hold the interpreter, or the box's uid
+  cannot reach it;
 - each execution gets a fresh PID namespace whose init is a tiny forked supervisor: when the
   command exits (or the timeout kills the supervisor) the kernel kills every process left in the
   namespace, including ones that called setsid or double-forked;
@@ -106,7 +108,31 @@ def op_init(req: dict) -> dict:
     report["seccomp"] = CONFIG["seccomp"] is not None and _probe_seccomp()
     CONFIG["report"] = report
     CONFIG["tmp"] = "/tmp" if report["mountns"] else work
+    if report["mountns"] and report["uid"] is not None:  # bound as on the host: modes such as 0700 hold
+        wanted = [(sys.executable, os.R_OK | os.X_OK), (os.__file__, os.R_OK)]
+        closed = _as_box_user(_closed_to_box, wanted).decode()
+        if closed:
+            raise iso.Refused(
+                f"the box's user (uid {report['uid']}) cannot reach {closed}, on the way to the interpreter "
+                f"{sys.executable} and its standard library: make it readable by all (chmod o+rx {closed}), "
+                "or run a Python that other users may read"
+            )
     return {"isolation": report}
+
+
+def _closed_to_box(wanted: list[tuple[str, int]]) -> bytes:
+    """The first folder (or file) on the way to a wanted (path, access mode) that this process lacks."""
+    for path, mode in wanted:
+        if os.access(path, mode):
+            continue
+        for chain in (os.path.abspath(path), os.path.realpath(path)):  # a venv's python links to its base's
+            parts = chain.strip("/").split("/")
+            for depth in range(1, len(parts)):
+                folder = "/" + "/".join(parts[:depth])
+                if not os.access(folder, os.X_OK):
+                    return folder.encode()
+        return path.encode()
+    return b""
 
 
 def _open_cgroup(cgroup: dict | None) -> bool:
@@ -542,6 +568,8 @@ def main() -> None:
             answer = {"ok": True, **OPS[req["op"]](req)}
         except OSError as exc:
             answer = {"ok": False, "errno": exc.errno, "error": str(exc)}
+        except iso.Refused as exc:  # a box that cannot be built as asked: the host refuses to start it
+            answer = {"ok": False, "errno": None, "error": str(exc)}
         except Exception as exc:  # report to the host instead of dying: the host decides what broke
             answer = {"ok": False, "errno": None, "error": f"{type(exc).__name__}: {exc}"}
         _send(wfd, answer)

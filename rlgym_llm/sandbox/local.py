@@ -13,7 +13,11 @@ Isolation, when the host process is root (the usual case in containers and CI):
 - filesystem: a private mount namespace and a fresh root that holds only the system dirs (/usr,
   /etc, /lib...) and the interpreter, read-only, with every site-packages hidden; the work dir,
   /tmp, /var/tmp and /dev/shm share one private tmpfs capped at `disk_mb`. The caller's folders
-  (cwd, `sys.path`, a checkout under /tmp) are not in it; `expose` adds read-only paths;
+  (cwd, `sys.path`, a checkout under /tmp) are not in it; `expose` adds read-only paths. The
+  interpreter (the one running this process) may live anywhere, a venv under /tmp included: it is
+  bound inside the box's private /tmp, the only host folder there. `start()` refuses, in one line
+  saying what to change, an interpreter whose folder is or holds /tmp, /var/tmp or /dev/shm (e.g.
+  /tmp/python3) or that the box's uid cannot read (e.g. a venv in a 0700 folder);
 - processes: each execution gets a fresh PID namespace; when the command exits or times out the
   kernel kills everything left in it (background jobs, setsid/double-fork daemons). The command
   cannot see or signal the worker or the host;
@@ -68,7 +72,7 @@ logger = logging.getLogger(__name__)
 
 
 def _under(root: str, path: str) -> bool:
-    return path == root or path.startswith(root + "/")
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 _WORKER = Path(__file__).with_name("_worker.py")
@@ -89,7 +93,8 @@ class LocalSandbox(Sandbox):
         read_limit_bytes: Largest file `read_file` returns.
         expose: Extra host paths mounted read-only in the box, at the same place. By default a box
             sees only the system dirs and the interpreter's standard library, never the caller's
-            folders (its cwd, `sys.path`, site-packages).
+            folders (its cwd, `sys.path`, site-packages). A path under /tmp shows inside the box's
+            private /tmp; /tmp, /var/tmp, /dev/shm themselves (or a folder holding one) are refused.
         require_isolation: Raise `SandboxError` in `start()` unless every isolation layer is in effect.
         read_only_mounts: Host directory -> path in the box, read, never written (e.g. a cached
             toolchain). Every mount but the work dir is read-only here and host folders keep their
@@ -117,9 +122,14 @@ class LocalSandbox(Sandbox):
         self.read_limit_bytes = read_limit_bytes
         moved = [f"{h} -> {b}" for h, b in (read_only_mounts or {}).items() if os.path.abspath(h) != b]
         private = ("/tmp", "/var/tmp", "/dev/shm")
-        scratch = [h for h in read_only_mounts or {} if any(_under(d, os.path.realpath(h)) for d in private)]
+        shown = (*expose, *(read_only_mounts or {}))
+        scratch = [h for h in shown if any(_under(os.path.realpath(h), d) for d in private)]
         problems = [f"the local backend shows host folders at their own path; cannot mount {m}" for m in moved]
-        problems += [f"cannot mount {h}: the box has its own private /tmp, /var/tmp and /dev/shm" for h in scratch]
+        problems += [
+            f"cannot show {h} to the box: it is or holds a dir the box replaces with its own private /tmp, "
+            "/var/tmp or /dev/shm (a folder inside one, such as /tmp/data, is fine)"
+            for h in scratch
+        ]
         if problems:
             raise ConfigError(problems)
         self.expose = tuple(expose) + tuple(read_only_mounts or {})

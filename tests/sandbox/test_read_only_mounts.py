@@ -1,5 +1,7 @@
 """`read_only_mounts`: a host folder the box reads but cannot write, on each backend."""
 
+import asyncio
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,8 +40,40 @@ def test_a_mounted_folder_is_readable_and_not_writable(boxed, backend, shared):
     assert not (shared / "new.txt").exists()
 
 
-def test_the_local_backend_keeps_host_paths_outside_its_private_tmp():
+def test_the_local_backend_keeps_host_paths_at_their_place_and_its_scratch_dirs_private():
     with pytest.raises(ConfigError, match="own path"):
         make_sandbox("local", read_only_mounts={"/usr/share": "/opt/share"})
-    with pytest.raises(ConfigError, match="private /tmp"):
-        make_sandbox("local", read_only_mounts={"/tmp/x": "/tmp/x"})
+    for scratch in ("/tmp", "/var", "/dev/shm", "/"):
+        with pytest.raises(ConfigError, match="private /tmp"):
+            make_sandbox("local", read_only_mounts={scratch: scratch})
+        with pytest.raises(ConfigError, match="private /tmp"):
+            make_sandbox("local", expose=(scratch,))
+    make_sandbox("local", read_only_mounts={"/tmp/x": "/tmp/x"})  # a folder inside one is fine
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the box's private /tmp needs root")
+def test_a_folder_under_tmp_is_mounted_inside_the_box_private_tmp():
+    """E.g. the SWE toolchain with RLGYM_SWE_CACHE under /tmp: only that folder of the host's /tmp shows."""
+    base = Path(tempfile.mkdtemp(prefix="rlgym-mount-test-", dir="/tmp"))
+    base.chmod(0o755)
+    shared = base / "shared"
+    shared.mkdir(mode=0o755)
+    (shared / "data.txt").write_text("hello\n")
+    (base / "sibling.txt").write_text("host secret\n")
+    code = (
+        "import os, sys\n"
+        "print(open(os.path.join(sys.argv[1], 'data.txt')).read().strip())\n"
+        "print(os.listdir(os.path.dirname(sys.argv[1])), os.path.exists(sys.argv[2]))\n"
+        "try:\n    open(os.path.join(sys.argv[1], 'new.txt'), 'w')\nexcept OSError as e:\n    print('refused', e.errno)\n"
+    )
+
+    async def scenario():
+        async with make_sandbox("local", read_only_mounts={str(shared): str(shared)}) as box:
+            return await box.exec(["python3", "-c", code, str(shared), str(base / "sibling.txt")])
+
+    try:
+        result = asyncio.run(scenario())
+    finally:
+        shutil.rmtree(base)
+    assert result.ok, result
+    assert result.stdout.splitlines() == ["hello", "['shared'] False", "refused 30"]
