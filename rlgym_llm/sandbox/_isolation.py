@@ -12,6 +12,13 @@ The interpreter may live anywhere: mounts are made parents first (`mount_order`)
 /tmp, /var/tmp or /dev/shm is bound inside the box's private scratch dir, where it is the only host
 folder. Refused (`private_conflict`): an interpreter folder that is, or holds, one of the scratch
 dirs (an interpreter at /tmp/python3, a prefix of /): showing it would show the host's /tmp.
+
+The interpreter is shown at the path it was started by, not only its resolved one: binds are of
+resolved folders, so each symlink met on the way to `sys.executable` and the prefixes (a venv at
+/opt/link/venv with /opt/link -> /data/real, a `.venv -> ~/.cache/...`) is made again in the new
+root, with the same text, in an empty folder of the new root (or of the box's /tmp); the same holds
+for `expose`. Refused (`Refused`): such a link where the box keeps a folder of its own (a host whose
+/var/tmp links to /tmp, a `root_dir` reached through the interpreter's link).
 """
 
 from __future__ import annotations
@@ -90,6 +97,37 @@ def private_conflict(path: str) -> str | None:
     return next((place for place in SCRATCH.values() if under(place, path)), None)
 
 
+def symlinks_on_the_way(path: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The symlinks met resolving `path`, as (where, its text), and the folders looked up in, both in order.
+
+    Each `where` is in a resolved folder, so making these links again, over binds of resolved
+    folders, makes `path` itself resolve the same way. E.g. `/opt/link/venv/bin/python` with
+    `/opt/link -> /data/real` gives `[("/opt/link", "/data/real"), ("/data/real/venv/bin/python", ...)]`.
+    """
+    links: list[tuple[str, str]] = []
+    folders: dict[str, None] = {}  # ordered, no repeats
+
+    def walk(real: str, rest: str) -> str:
+        for name in rest.split("/"):
+            if name in ("", "."):
+                continue
+            folders[real] = None
+            if name == "..":
+                real = os.path.dirname(real)
+                continue
+            here = os.path.join(real, name)
+            if os.path.islink(here) and len(links) < 40:  # 40: the kernel's limit (ELOOP)
+                text = os.readlink(here)
+                links.append((here, text))
+                real = walk("/" if text.startswith("/") else real, text)
+            else:
+                real = here
+        return real
+
+    walk("/", path)
+    return links, list(folders)
+
+
 def mount_order(paths: list[str]) -> list[str]:
     """`paths` with every folder before the ones inside it, so a later mount never hides an earlier one.
 
@@ -115,6 +153,18 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
                 f"{place}, which the box replaces with a private tmpfs; run Python from a folder of its own "
                 f"(e.g. {place}/venv/bin/python, not {place}/python)"
             )
+    as_run = [p for p in (sys.executable, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix) if p]
+    shown = [p for p in expose if not under(os.path.realpath(p), work_dir)]
+    ways = {p: symlinks_on_the_way(p) for p in dict.fromkeys([*as_run, *shown]) if os.path.exists(p)}
+    own = [*SCRATCH.values(), work_dir]  # folders the box makes for itself: no host link may stand there
+    for path, (links, _) in ways.items():
+        for where, text in links:
+            if place := next((o for o in own if under(o, where)), None):
+                why = f"it goes through the link {where} -> {text}, where the box makes its own private {place}"
+                if place == work_dir:
+                    why = f"it goes through the link {where} -> {text}, where the box makes its work dir {place} "
+                    why += f"(root_dir {os.path.dirname(work_dir)} is behind that link)"
+                raise Refused(_unlinkable(path, why))
     unshare(CLONE_NEWNS | CLONE_NEWIPC)
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount from here on reaches the host
     new = work_dir  # an empty host dir: mounted over, it becomes the new root's mount point
@@ -171,9 +221,23 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
     os.symlink("/proc/self/fd/2", f"{new}/dev/stderr")
     os.makedirs(new + "/proc")
     mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for path in expose:
-        if not under(os.path.realpath(path), work_dir):
-            bind(path, inside_seen=True)  # e.g. one package of a hidden site-packages
+    for path in shown:
+        bind(path, inside_seen=True)  # e.g. one package of a hidden site-packages
+    # The paths as run: their links again, in empty folders (inside a bound folder, the host's link shows).
+    made: list[str] = []
+    for path, (links, folders) in ways.items():
+        for folder in folders:
+            if os.path.isdir(folder) and not any(under(folder, s) for s in seen):
+                os.makedirs(new + folder, exist_ok=True)
+        for where, text in links:
+            if any(under(where, s) for s in seen) or (os.path.islink(new + where) and os.readlink(new + where) == text):
+                continue  # already there: in a bound folder, or a system link such as /bin -> usr/bin
+            if os.path.lexists(new + where):
+                why = f"it goes through the link {where} -> {text}, where the box has something else"
+                raise Refused(_unlinkable(path, why))
+            os.symlink(text, new + where)
+            made.append(f"{where} -> {text}")
+    unresolved = {p: _unlinkable(p, "it does not resolve in the box") for p in ways}  # said with the host's view
     os.chdir(new)
     os.mkdir(".old-root")
     try:
@@ -185,6 +249,8 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
         report["root_switch"] = "chroot"
     os.rmdir("/.old-root")
     os.chdir("/")
+    if lost := next((p for p in ways if not os.path.exists(p)), None):  # a shape not foreseen above
+        raise Refused(unresolved[lost])
     failed = []
     for point, keep in _mounts():
         if point in writable or point in DEVICES or under(point, "/proc"):
@@ -195,6 +261,20 @@ def isolate_fs(work_dir: str, expose: list[str], disk_mb: int, report: dict) -> 
             failed.append(point)
     report["readonly_root"] = not failed
     report["visible"] = sorted(seen)
+    report["links"] = made
+
+
+def _unlinkable(path: str, why: str) -> str:
+    """The one-line refusal for a path (the interpreter's or an exposed one) the box cannot show where it is."""
+    if path in (sys.executable, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
+        run = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
+        what, fix = (
+            f"the interpreter {sys.executable}",
+            f"run {run} instead (the same interpreter, by its resolved path)",
+        )
+    else:
+        what, fix = f"the exposed path {path}", f"expose {os.path.realpath(path)} instead (its resolved path)"
+    return f"{what} cannot be shown to the box at that path: {why}; {fix}"
 
 
 def loopback_up() -> None:

@@ -7,8 +7,9 @@ Isolation layers (each is reported back in the `init` answer; all need root, see
 - the worker itself enters new mount, IPC and (network off) network namespaces once and moves into
   a fresh root holding only the system dirs and the interpreter, read-only (site-packages hidden),
   and one size-capped tmpfs for the work dir, /tmp, /var/tmp and /dev/shm (see `_isolation.py`);
-  `init` fails (`_isolation.Refused`) when that root cannot hold the interpreter, or the box's uid
-  cannot reach it;
+  the interpreter keeps the path it was started by (its symlinks are made again there); `init`
+  fails (`_isolation.Refused`) when that root cannot hold the interpreter at that path, or the
+  box's uid cannot reach it;
 - each execution gets a fresh PID namespace whose init is a tiny forked supervisor: when the
   command exits (or the timeout kills the supervisor) the kernel kills every process left in the
   namespace, including ones that called setsid or double-forked;

@@ -15,9 +15,11 @@ Isolation, when the host process is root (the usual case in containers and CI):
   /tmp, /var/tmp and /dev/shm share one private tmpfs capped at `disk_mb`. The caller's folders
   (cwd, `sys.path`, a checkout under /tmp) are not in it; `expose` adds read-only paths. The
   interpreter (the one running this process) may live anywhere, a venv under /tmp included: it is
-  bound inside the box's private /tmp, the only host folder there. `start()` refuses, in one line
-  saying what to change, an interpreter whose folder is or holds /tmp, /var/tmp or /dev/shm (e.g.
-  /tmp/python3) or that the box's uid cannot read (e.g. a venv in a 0700 folder);
+  bound inside the box's private /tmp, the only host folder there. It runs at the path it was
+  started by: the symlinks on the way (a venv at /opt/link/venv, /opt/link -> /data/real) are made
+  again in the box. `start()` refuses, in one line saying what to change, an interpreter whose
+  folder is or holds /tmp, /var/tmp or /dev/shm (e.g. /tmp/python3), that the box's uid cannot read
+  (e.g. a venv in a 0700 folder), or reached through a link where the box keeps a folder of its own;
 - processes: each execution gets a fresh PID namespace; when the command exits or times out the
   kernel kills everything left in it (background jobs, setsid/double-fork daemons). The command
   cannot see or signal the worker or the host;
