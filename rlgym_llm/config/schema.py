@@ -325,6 +325,28 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
     return validation.check_call(target, kwargs, "env.kwargs.", given=defaults)
 
 
+def oracle_rules(oracle: str | None) -> list[str]:
+    """`env.oracle` names a class that imports (a module of the working directory too, as for
+    `env.module`): a typo is reported now, not after the model has loaded."""
+    import sys
+
+    from rlgym_llm.core import registry
+
+    if not oracle:
+        return []
+    module, _, name = oracle.partition(":")
+    if not module or not name:
+        return [f"`env.oracle={oracle}` must be module:Class, e.g. my_oracles:AnagramOracle"]
+    try:
+        registry.import_env_module(module)
+        target: Any = sys.modules[module]
+        for part in name.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as e:
+        return [f"`env.oracle={oracle}` cannot be imported: {type(e).__name__}: {e}"]
+    return []
+
+
 def out_dir_rules(out_dir: str | None, key: str = "out_dir") -> list[str]:
     """A run folder that cannot be created is reported now, not after the model has loaded."""
     if out_dir is None:
@@ -387,6 +409,7 @@ def train_rules(cfg: TrainConfig) -> list[str]:
         )
     if cfg.sft.enabled and not cfg.env.oracle and not cfg.sft.init:
         p.append(f"SFT warm-up needs an oracle for {cfg.env.id}: set env.oracle=module:Class, or sft.enabled=false")
+    p += oracle_rules(cfg.env.oracle)
     return p
 
 
