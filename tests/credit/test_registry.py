@@ -2,7 +2,9 @@
 options and validation come from it; a new method is one file (docs/adding_a_credit_method.md)."""
 
 import dataclasses
+import os
 import re
+import shutil
 import subprocess
 import sys
 import typing
@@ -62,13 +64,11 @@ def test_every_per_step_input_has_a_trainer_side_builder():
 
 @pytest.mark.timeout(300)
 def test_a_new_method_is_one_file(tmp_path):
-    """The guide's example module, written into the package, is a config option, validated, trained
+    """The guide's example module, written into (a copy of) the package, is a config option, validated, trained
     with, and in the docs table; nothing else is edited."""
     pytest.importorskip("torch")
     code = re.search(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
     assert code, "the guide lost its example module"
-    module = ROOT / "rlgym_llm" / "credit" / "zz_guide_example_rank.py"
-    assert not module.exists()
     script = """
 import json, sys
 from rlgym_llm.cli.main import main
@@ -86,20 +86,29 @@ for overrides in (["credit=rnak"], ["credit=rank", "credit.params.scael=2"], ["c
         problems += e.problems
 assert "| `rank` | centred ranks (fitness shaping) |" in markdown_table()
 out = sys.argv[1]
+import rlgym_llm.credit
+assert rlgym_llm.credit.__file__.startswith(sys.argv[2]), rlgym_llm.credit.__file__
 args = ["train", f"out_dir={out}", "credit=rank", "sft.enabled=false", "progress=false", "trainer.steps=1",
         "trainer.tasks_per_step=2", "trainer.group_size=2", "trainer.eval_tasks=0", "trainer.threads=1"]
 assert main(args) == 0
 print(json.dumps(problems))
 """
-    try:
-        module.write_text(code.group(1))
-        run = subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path / "run")], capture_output=True, text=True, timeout=280
-        )
-    finally:
-        module.unlink(missing_ok=True)
-        for cached in (module.parent / "__pycache__").glob(f"{module.stem}.*"):
-            cached.unlink()
+    # A copy of the package takes the new file, so that tests running beside this one (pytest -n 2)
+    # never see a method that only this test adds.
+    package = tmp_path / "pkg"
+    shutil.copytree(ROOT / "rlgym_llm", package / "rlgym_llm", ignore=shutil.ignore_patterns("__pycache__"))
+    module = package / "rlgym_llm" / "credit" / "zz_guide_example_rank.py"
+    assert not module.exists()
+    module.write_text(code.group(1))
+    env = {**os.environ, "PYTHONPATH": str(package), "RLGYM_CONFIG_DIR": str(ROOT / "configs")}
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "run"), str(package)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=env,
+        cwd=tmp_path,  # not the checkout: `python -c` puts the cwd first on sys.path
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     problems = run.stdout.strip().splitlines()[-1]
     assert "did you mean `credit=rank`?" in problems
