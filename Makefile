@@ -5,7 +5,7 @@ TEST_WORKERS ?= 2
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
 TORCH := 2.13.0
 
-.PHONY: install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
+.PHONY: test-tier install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
 
 # Each step says what it installs, and pip prints what it collects, downloads and installs
 # (3-6 min the first time): no --quiet, so a silent terminal is never mistaken for a hang.
@@ -40,6 +40,12 @@ test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu) on 2 workers, 
 
 test-fast:  ## the default tier: fast unit tests
 	$(PY) -m pytest -q
+
+test-tier:  ## one tier on 2 workers: make test-tier TIER=docker (unit | slow | docker | vllm | ray)
+	@case "$(TIER)" in unit) m="not slow and not docker and not vllm and not ray and not gpu";; \
+	  slow) m="slow and not docker and not vllm and not ray and not gpu";; docker|vllm|ray) m="$(TIER) and not gpu";; \
+	  *) echo "TIER must be one of unit, slow, docker, vllm, ray (got '$(TIER)')" >&2; exit 2;; esac; \
+	$(PY) -m pytest -m "$$m" -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 lint:
 	$(PY) -m ruff check .
