@@ -37,10 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def load_or_print(name: str, args: argparse.Namespace) -> tuple[Any, int]:
     """(the validated config of `configs/<name>.yaml`, 0), or (None, exit code) after printing its
     problems (2) or the config itself (`--print-config`: 0; an invalid config is not printed)."""
-    from rlgym_llm.recipes import parts
+    from rlgym_llm.recipes import parts, resume
 
-    try:
-        cfg = parts.load(
+    try:  # `resume=RUN`: the run's saved config
+        cfg = resume.load(
             name, args.overrides, getattr(args, "config_dir", None), getattr(args, "config_path", None) or ()
         )
     except ConfigError as e:

@@ -2,6 +2,7 @@
 
 from rlgym_llm.config.compose import (
     ROOTS,
+    build_config,
     compose,
     default_config_dir,
     group_options,
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxConfig",
     "TrainConfig",
     "TrainerConfig",
+    "build_config",
     "compose",
     "default_config_dir",
     "eval_rules",

@@ -173,6 +173,22 @@ def _own_env(overrides: list[str]) -> list[str]:
     return overrides
 
 
+def build_config(config_name: str, data: Any) -> Any:
+    """Validate and build a root config from plain data that is already composed (a run folder's
+    config.yaml, every setting present), as `load_config` does after composing.
+
+    Raises:
+        ConfigError: every problem found, each with its fix.
+    """
+    schema, rules = ROOTS[config_name]
+    cfg, problems = validation.validate(data, schema)
+    if cfg is not None:
+        problems += rules(cfg)
+    if problems:
+        raise ConfigError(problems)
+    return cfg
+
+
 def load_config(
     config_name: str = "train",
     overrides: Sequence[str] = (),

@@ -254,8 +254,10 @@ class TrainConfig:
         out_dir: the run's folder: config.yaml, metrics.jsonl, checkpoints/, curve.png and
             summary.json go here. It must be new or empty (`configs/train.yaml` makes a timestamped
             one, `runs/train/<date>_<time>`).
-        resume: a run folder to continue from its newest checkpoint (then `out_dir` is that folder);
-            its config must match this one in everything but `trainer.steps`.
+        resume: a run folder to continue from its newest checkpoint (then `out_dir` is that folder).
+            `rlgym train resume=RUN` takes the run's saved config.yaml; other overrides may repeat
+            its values or change `trainer.steps` (to extend the run) and the few settings of
+            `recipes.parts.RESUMABLE_CHANGES` (`rlgym_llm.recipes.resume`).
         progress: show a progress bar.
         log: TensorBoard and Weights & Biases (`metrics.jsonl` is always written).
         final_model: export the last step to `out_dir/final_model`, a Hugging Face folder (LoRA

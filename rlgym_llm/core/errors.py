@@ -104,6 +104,14 @@ class ConfigError(RlgymError, ValueError):
         super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
 
 
+class ResumeConflictError(ConfigError):
+    """`rlgym train resume=RUN` with overrides its saved config forbids; the message is one line."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        ValueError.__init__(self, "; ".join(self.problems))
+
+
 class DataFileError(ConfigError):
     """A user's data file (JSONL tasks, corpus, QA) cannot be used; each problem names the file and line."""
 

@@ -12,16 +12,20 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 _DONE = "state.json"  # written last: a folder without it is incomplete
 
 
 def rng_state() -> dict[str, Any]:
     """Every RNG a training step draws from (Python, NumPy's global, torch CPU and CUDA)."""
+    import torch
+
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -29,6 +33,8 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
+    import torch
+
     random.setstate(_tuplify(state["python"]))
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -62,6 +68,8 @@ def save(
         torch_extra: more torch state (e.g. a credit model's `state_dict`), returned by `load`
             under "torch_extra".
     """
+    import torch
+
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:06d}"
@@ -100,6 +108,8 @@ def load(path: str | os.PathLike, model: Any, optimizer: torch.optim.Optimizer, 
     Returns:
         Its `state.json`, plus the saved `torch_extra` under "torch_extra".
     """
+    import torch
+
     path = Path(path)
     state = torch.load(path / "trainer.pt", weights_only=False, map_location="cpu")  # copied to the model's device
     model.load_state_dict(state["model"])
