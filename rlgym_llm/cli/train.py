@@ -5,15 +5,29 @@
     rlgym train +experiment=search_igpo
     rlgym sft env=math sft.steps=200              # only the supervised warm-up
     rlgym train trainer.nproc=2                   # data-parallel: starts 2 processes under torchrun
+    rlgym train resume=runs/train/<date>_<time>   # continue a run: its saved config, its newest checkpoint
+    rlgym train resume=runs/train/<date>_<time> trainer.steps=40   # ... and extend it to 40 steps
+
+`resume=RUN` reads the run's config.yaml: nothing is retyped. Other overrides may repeat saved values;
+`trainer.steps` may be raised (never below the steps done), and `progress`, `trainer.threads`,
+`trainer.nproc`, `trainer.sampling_seeds` may change; any other difference is refused in one line
+naming the key, the saved value and the given one (`rlgym_llm.recipes.resume`). The summary printed
+at the end (and summary.json) covers the whole run, its steps before the resume included.
+
+Ctrl-C during the RL loop checkpoints the state it stopped in (one process, synchronous; with
+several processes or rollouts sampled ahead, the newest periodic checkpoint stays the resume point)
+and prints one line with the command that continues the run; during the warm-up nothing is saved yet
+(a resume warms up again).
 
 Exit codes: 0 done, 1 the run failed (the first error is printed; a missing package is named with the
-extra that installs it), 2 an invalid config.
+extra that installs it), 2 an invalid config (a resume's conflicting override), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +95,11 @@ def run_train(args: argparse.Namespace) -> int:
             return 2
         # torchrun sets 1 OpenMP thread per process unless told: the config's count instead
         env = {"OMP_NUM_THREADS": str(cfg.trainer.threads), **os.environ}
-        return subprocess.run(torchrun_command(args, cfg.trainer.nproc, cfg.out_dir), env=env).returncode
+        try:
+            return subprocess.run(torchrun_command(args, cfg.trainer.nproc, cfg.out_dir), env=env).returncode
+        except KeyboardInterrupt:
+            print(interrupted(cfg), file=sys.stderr)
+            return 130
     from rlgym_llm.recipes import train
     from rlgym_llm.recipes.parts import ProgressReporter
 
@@ -98,12 +116,18 @@ def run_train(args: argparse.Namespace) -> int:
     except ImportError as e:  # a package of an extra, imported where no message names it
         print(f"error: {MissingDependencyError.of(e, '`rlgym train`')}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        reporter.close()  # the progress bars end before the line
+        if main_rank:
+            print(interrupted(cfg), file=sys.stderr)
+        return 130
     finally:
         reporter.close()
     if not main_rank:
         return 0
     fmt = lambda d: "n/a" if d is None else f"{d['success']:.3f}"  # noqa: E731
-    print(f"\nrlgym train: {cfg.env.id}, credit={cfg.credit.method}, {summary['steps']} RL steps")
+    resumed = f" (resumed after step {summary['resumed_from']})" if summary.get("resumed_from") is not None else ""
+    print(f"\nrlgym train: {cfg.env.id}, credit={cfg.credit.method}, {summary['steps']} RL steps{resumed}")
     if summary.get("sft"):
         print(f"  SFT warm-up: {summary['sft']['steps']} steps on {summary['sft']['episodes']} oracle episodes")
     print(
@@ -124,11 +148,27 @@ def run_train(args: argparse.Namespace) -> int:
     first, last = summary["train_success_first"], summary["train_success_last"]
     if first is not None:
         print(f"  training success: first step {first:.3f}, mean of the last 3 steps {last:.3f}")
-    print(f"  wall time: {summary['total_wall_s']:.0f} s (CPU time {summary['cpu_s']:.0f} s)")
+    part = " since the resume" if resumed else ""
+    print(f"  wall time{part}: {summary['total_wall_s']:.0f} s (CPU time {summary['cpu_s']:.0f} s)")
     out = Path(summary["out_dir"])
     curve = summary["curve"] or "(no curve)"
     print(f"  outputs: {out / 'metrics.jsonl'}, {out / 'checkpoints'}, {curve}, {out / 'summary.json'}")
     return 0
+
+
+def interrupted(cfg: Any) -> str:
+    """The one line `rlgym train` prints on Ctrl-C: what is saved, and the command that continues."""
+    from rlgym_llm.recipes.resume import newest_checkpoint
+
+    out = Path(cfg.out_dir)
+    if not (out / "config.yaml").exists():
+        return "rlgym train: interrupted before the run folder was made; nothing to continue"
+    again = f"rlgym train resume={shlex.quote(str(out))}"
+    found = newest_checkpoint(out)
+    if found is None:
+        return f"rlgym train: interrupted before its first RL step (no checkpoint yet); start it again with: {again}"
+    step = int(found.name.removeprefix("step_"))
+    return f"rlgym train: interrupted after {step} of {cfg.trainer.steps} RL steps, saved in {found}; continue with: {again}"
 
 
 def run_sft(args: argparse.Namespace) -> int:
@@ -151,6 +191,10 @@ def run_sft(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"error: {MissingDependencyError.of(e, '`rlgym sft`')}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        reporter.close()
+        print(f"rlgym sft: interrupted; the warm-up was not saved (run folder: {cfg.out_dir})", file=sys.stderr)
+        return 130
     finally:
         reporter.close()
     print(f"rlgym sft: {cfg.env.id}, {result['steps']} steps on {result['episodes']} oracle episodes")

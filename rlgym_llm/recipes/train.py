@@ -4,8 +4,10 @@ model -> agent -> policy -> managers -> trainer -> loop.
     summary = run(load_config("train", ["credit=gated", "trainer.steps=5"]))
 
 A run folder (`out_dir`, new for every run) gets: config.yaml (the composed config, every credit
-parameter included), sft_model/ (the warm-up weights), metrics.jsonl (one record per RL step),
-checkpoints/ (exact resume: the same command with `resume=<run folder>`), curve.png and summary.json.
+parameter and the env's turn limit included), sft_model/ (the warm-up weights, and warm_up.json: what
+the warm-up did), metrics.jsonl (one record per RL step), checkpoints/ (exact resume:
+`rlgym train resume=<run folder>` reads config.yaml, see `recipes.resume`; Ctrl-C saves one first),
+curve.png and summary.json (the whole run, however many times it was resumed).
 
 With `trainer.nproc` > 1 every process torchrun started runs this recipe (docs/distributed.md):
 rank 0 makes the run folder and the warm-up, the others load its weights; each builds its own
@@ -129,6 +131,7 @@ def _run(
         dist.barrier()
         if not dist.main:
             model, _ = warm_up(cfg, model, tokenizer, agent, make_env, out, report=report, progress=progress, on=on)
+        sft_info = warm_up_info(out, sft_info) if dist.main else None
     start_from = warm_start(cfg, out, folder)  # the weights RL starts from, in a folder
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
@@ -275,6 +278,16 @@ def node_server(
         return OpenAICompatiblePolicy(url, model=name, max_context=max_context)
 
     return NodeServer(dist, owner, client)
+
+
+def warm_up_info(out: Path, info: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the run's warm-up did: `info` when it ran now (kept beside its weights, in
+    `out/sft_model/warm_up.json`), else what a resumed run's warm-up did when the run started."""
+    saved = out / "sft_model" / "warm_up.json"
+    if info is not None:
+        saved.write_text(json.dumps(info, indent=1))
+        return info
+    return json.loads(saved.read_text()) if saved.exists() else None
 
 
 def warm_start(cfg: TrainConfig, out: Path, model_dir: Path) -> Path:

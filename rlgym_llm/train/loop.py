@@ -45,6 +45,7 @@ from rlgym_llm.train.collect import RANK_KEY, VERSION_KEY, Ahead, Sharded, Synch
 from rlgym_llm.train.config import TrainerConfig
 from rlgym_llm.train.credit_inputs import CreditAssigner
 from rlgym_llm.train.distributed import Distributed
+from rlgym_llm.train.interrupt import Interrupts, Mark
 from rlgym_llm.train.metrics import MetricsLog
 from rlgym_llm.train.trainer import PolicyTrainer, TrainBatch
 
@@ -131,7 +132,13 @@ def evaluate(
 Source = Synchronous | Ahead | Sharded
 
 
-def step_once(run: RunParts, cfg: TrainerConfig, step: int, source: Source | None = None) -> dict[str, Any]:
+def step_once(
+    run: RunParts,
+    cfg: TrainerConfig,
+    step: int,
+    source: Source | None = None,
+    on_update: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """One training step; returns its metrics record.
 
     With `filter_zero_variance`, groups whose advantages are all 0 are dropped, and while fewer than
@@ -144,6 +151,8 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int, source: Source | Non
         source: where the rollouts come from (default `Synchronous`: sampled now, then the update,
             then the weight sync); an `Ahead` samples the next steps' rollouts during the update;
             with several processes a `Sharded` one gives every rank the whole draw.
+        on_update: called when the update starts, after which the step is no longer undone by
+            stopping (`train` holds Ctrl-C from there: `interrupt.Interrupts.hold`).
     """
     source = source or (Sharded(Synchronous(run), run.dist) if run.dist.enabled else Synchronous(run))
     # 1. collect: G samples per task, identical seeds within a group
@@ -181,6 +190,8 @@ def step_once(run: RunParts, cfg: TrainerConfig, step: int, source: Source | Non
 
     # 3. update: one optimizer step over the kept trajectories (micro-batched); with `Ahead`, the
     # next steps' rollouts start first, from a snapshot of the weights before this update
+    if on_update is not None:
+        on_update()
     source.before_update(step)
     t_ahead = time.perf_counter() - t2
     t2, c2 = t2 + t_ahead, time.process_time()
@@ -321,9 +332,15 @@ def train(
         stop_after: end after this many steps of this call (tests of interrupted runs).
         log: where the step records go (default: `metrics.jsonl` in `out_dir`, and TensorBoard when installed).
 
+    Ctrl-C (SIGINT, in the main thread) stops the run: in one synchronous process (no
+    `off_policy_steps`, no other ranks) the state it stopped in is checkpointed first, the start of
+    the step it interrupted (or, during an update, which finishes first, its end), so a resume
+    continues exactly; the `KeyboardInterrupt` then propagates (`rlgym_llm.train.interrupt`).
+
     Returns:
-        A summary: steps, held-out success before/after, updates done and skipped (with why),
-        first/last training success, wall time.
+        A summary of the whole run, the steps before a resume included: steps, held-out success
+        before (measured when the run started) and after, updates done and skipped (with why),
+        first/last training success, the step it resumed from (`resumed_from`, None), wall time.
     """
     out = Path(out_dir)
     ckpt_dir = out / "checkpoints"
@@ -335,6 +352,7 @@ def train(
     state: dict[str, Any] = {"step": 0, "before": None}
     # every rank loads the checkpoint rank 0 found (the run folder is on storage they share)
     found = dist.broadcast(checkpoint.latest(ckpt_dir) if resume and main else None)
+    resumed_from = None
     if found is not None:
         state = checkpoint.load(found, model, trainer.optimizer, trainer.scheduler)
         saved_seeding = state.get("sampling_seeds", "calls")
@@ -353,55 +371,81 @@ def train(
         if logged is not None:
             logged.truncate(state["step"])
         logger.info("resumed from %s (step %d)", found, state["step"])
+        resumed_from = state["step"]
     elif logged is not None:
         logged.truncate(0)
     test_seeds = list(range(run.test_seed_start, run.test_seed_start + cfg.eval_tasks))
     evaluating = main and run.eval_rollouts is not None and cfg.eval_tasks > 0
-    if state["before"] is None and evaluating and run.eval_rollouts is not None:
-        state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
-    start_wall = time.perf_counter()
     done = state["step"]
-    source: Source = Synchronous(run)
-    if cfg.off_policy_steps:
-        seeds_of = functools.partial(task_seeds, run.train_seed_start, cfg.tasks_per_step)
-        source = Ahead(run, cfg.off_policy_steps, cfg.steps, seeds_of)
-    elif dist.enabled:
-        source = Sharded(Synchronous(run), dist)
-    source.restore(state.get("torch_extra", {}).get("ahead", {}))
-    with source, run.progress.phase("RL steps", cfg.steps) as steps_phase:
-        steps_phase.done = done  # a resumed run starts at its checkpoint's step
-        for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
-            record = step_once(run, cfg, step, source)
-            done = step + 1
-            if cfg.eval_every and evaluating and run.eval_rollouts is not None and done % cfg.eval_every == 0:
-                held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
-                record.update({f"eval_{k}": v for k, v in held_out.items()})
-            if logged is not None:
-                logged.write(record)
-                steps_phase.advance(status=_step_status(record))
-                if on_step is not None:
-                    on_step(record)
-            if main and ((cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps):
-                # the batches sampled ahead are saved with it (their sampling seeds are spent): a
-                # resumed run trains on them as the uninterrupted run does
-                ahead = source.settle()
-                checkpoint.save(
-                    ckpt_dir,
-                    done,
-                    model,
-                    trainer.optimizer,
-                    trainer.scheduler,
-                    extra={
-                        "before": state["before"],
-                        "sampling_calls": seeded.calls if seeded else 0,
-                        "sampling_seeds": seeding,
-                        "nproc": dist.world,
-                    },
-                    keep=cfg.keep_checkpoints,
-                    torch_extra={"credit": run.credit.state_dict(), **({"ahead": ahead} if ahead else {})},
-                )
-            if stop_after is not None and done_here >= stop_after:
-                break
+
+    def save(step: int, ahead: dict[int, Any] | None = None) -> Path:
+        return checkpoint.save(
+            ckpt_dir,
+            step,
+            model,
+            trainer.optimizer,
+            trainer.scheduler,
+            extra={
+                "before": state["before"],
+                "sampling_calls": seeded.calls if seeded else 0,
+                "sampling_seeds": seeding,
+                "nproc": dist.world,
+            },
+            keep=cfg.keep_checkpoints,
+            torch_extra={"credit": run.credit.state_dict(), **({"ahead": ahead} if ahead else {})},
+        )
+
+    # Ctrl-C: the state to checkpoint (`mark`), and a finished step's record not yet written
+    stop, mark, unsaved = Interrupts(), None, None
+    saving = main and not dist.enabled and not cfg.off_policy_steps  # one synchronous process
+    try:
+        with stop:
+            if state["before"] is None and evaluating and run.eval_rollouts is not None:
+                state["before"] = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
+            start_wall = time.perf_counter()
+            source: Source = Synchronous(run)
+            if cfg.off_policy_steps:
+                seeds_of = functools.partial(task_seeds, run.train_seed_start, cfg.tasks_per_step)
+                source = Ahead(run, cfg.off_policy_steps, cfg.steps, seeds_of)
+            elif dist.enabled:
+                source = Sharded(Synchronous(run), dist)
+            source.restore(state.get("torch_extra", {}).get("ahead", {}))
+            with source, run.progress.phase("RL steps", cfg.steps) as steps_phase:
+                steps_phase.done = done  # a resumed run starts at its checkpoint's step
+                mark = Mark.take(done, seeded, run.credit) if saving else None
+                for done_here, step in enumerate(range(state["step"], cfg.steps), start=1):
+                    record = step_once(run, cfg, step, source, on_update=stop.hold)  # holds Ctrl-C from the update
+                    done = step + 1
+                    mark, unsaved = (Mark.take(done, seeded, run.credit) if saving else None), record
+                    stop.release()
+                    if cfg.eval_every and evaluating and run.eval_rollouts is not None and done % cfg.eval_every == 0:
+                        held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
+                        record.update({f"eval_{k}": v for k, v in held_out.items()})
+                    stop.hold()  # a record and a checkpoint are written whole
+                    if logged is not None:
+                        logged.write(record)
+                        steps_phase.advance(status=_step_status(record))
+                        if on_step is not None:
+                            on_step(record)
+                    unsaved = None
+                    if main and ((cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps):
+                        # the batches sampled ahead are saved with it (their sampling seeds are spent): a
+                        # resumed run trains on them as the uninterrupted run does
+                        save(done, source.settle())
+                    mark = Mark.take(done, seeded, run.credit) if saving else None  # where the next step starts
+                    stop.release()
+                    if stop_after is not None and done_here >= stop_after:
+                        break
+    except KeyboardInterrupt:
+        if mark is not None and not stop.forced:
+            if unsaved is not None and logged is not None:
+                logged.write(unsaved)  # its step is done; only its held-out measure was cut short
+            mark.restore(seeded, run.credit)
+            saved = checkpoint.latest(ckpt_dir)
+            if saved is None or saved.name != f"step_{mark.step:06d}":
+                saved = save(mark.step)
+            logger.info("interrupted: the state after %d steps is in %s", mark.step, saved)
+        raise
     if logged is None:  # the other ranks: rank 0 holds the records and the evaluations
         return {"steps": done, "before": None, "after": None, "records": [], "rank": dist.rank}
     logged.close()
@@ -427,6 +471,7 @@ def train(
         },
         "train_success_first": records[0]["success"] if records else None,
         "train_success_last": float(np.mean([r["success"] for r in records[-3:]])) if records else None,
+        "resumed_from": resumed_from,
         "wall_s": time.perf_counter() - start_wall,
         "records": records,
     }
