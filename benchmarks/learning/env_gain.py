@@ -25,6 +25,10 @@ without the run folders. A verdict needs `SEEDS_FOR_VERDICT` seeds (`VERDICT_SEE
 asks fewer); fewer give the interval so far.
 `--steps N` trains fewer steps than the env's config (a smaller budget; it is part of the results' key,
 so runs of different budgets never mix).
+`--check-updates` is the calibration check of the shipped warm-up (formerly the slow test
+`tests/train/test_env_tiers.py::test_a_short_grpo_run_on_the_tier_updates`): from the same warm-up,
+2 GRPO steps of the config's batch must get groups with both outcomes, so GRPO updates at least once.
+It adds the env's row to `benchmarks/results/learning/tier_updates.{md,json}` and exits 1 if it fails.
 Run folders: `runs/learning/gain/<env>/`; results: `benchmarks/results/learning/gain_<env>.{md,json}`.
 """
 
@@ -267,6 +271,77 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
     return path
 
 
+CHECK_STEPS = 2
+
+
+def check_updates(env: str) -> dict:
+    """The shipped warm-up (shared with the gain runs), then `CHECK_STEPS` GRPO steps without held-out
+    measures: passes when a step has groups with both outcomes and GRPO updates at least once."""
+    if not (sft_dir(env) / "sft_model" / "config.json").exists():
+        _run(sft_cmd(env), sft_dir(env).with_suffix(".log"))
+    path = RUNS / env / "check_updates"
+    if not is_complete(path, CHECK_STEPS):
+        cmd = [
+            "rlgym",
+            "train",
+            *SETUPS[env],
+            "credit=grpo",
+            f"sft.init={sft_dir(env) / 'sft_model'}",
+            f"trainer.steps={CHECK_STEPS}",
+            "trainer.eval_tasks=0",
+            *common(env),
+            f"out_dir={path}",
+            *([f"resume={path}"] if (path / "config.yaml").exists() else []),
+        ]
+        _run(cmd, path.with_suffix(".log"))
+    if not is_complete(path, CHECK_STEPS):
+        return {"env": env, "passed": False, "why": f"the run did not finish: see {path.with_suffix('.log')}"}
+    records = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    summary = json.loads((path / "summary.json").read_text())
+    success = [r["success"] for r in records[:CHECK_STEPS]]
+    done = summary["updates"]["done"]
+    return {
+        "env": env,
+        "success": success,
+        "tied_groups": [r["zero_variance_share"] for r in records[:CHECK_STEPS]],
+        "updates": done,
+        "passed": done >= 1 and any(0 < x < 1 for x in success),
+        "wall_s": summary["total_wall_s"],
+    }
+
+
+def write_check(row: dict) -> Path:
+    """Add (or replace) one env's row of `tier_updates.{md,json}` and rewrite the table."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stored_file = RESULTS / "tier_updates.json"
+    rows = json.loads(stored_file.read_text()) if stored_file.exists() else {}
+    row = {**row, "command": f"python benchmarks/learning/env_gain.py {row['env']} --check-updates"}
+    rows[row["env"]] = {**row, "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    stored_file.write_text(json.dumps(rows, indent=1))
+    lines = [
+        "# Do the shipped warm-ups leave GRPO something to update?",
+        "",
+        f"Each row: `python benchmarks/learning/env_gain.py <env> --check-updates`: the env's shipped warm-up"
+        f" (`rlgym sft <setup>`, shared with the gain runs), then {CHECK_STEPS} GRPO steps of its config's batch"
+        " (`rlgym train <setup> credit=grpo trainer.steps=2 trainer.eval_tasks=0`). Passes when a step has groups"
+        " with both outcomes (training success strictly between 0 and 1) and GRPO updates at least once.",
+        "",
+        "| env | training success per step | tied groups per step | updates | wall s | passes | generated |",
+        "|---|---|---|---:|---:|---|---|",
+    ]
+    for r in rows.values():
+        if "success" not in r:
+            lines.append(f"| {r['env']} | - | - | - | - | **no**: {r['why']} | {r['generated']} |")
+            continue
+        lines.append(
+            f"| {r['env']} | {' '.join(f'{x:.2f}' for x in r['success'])} | {' '.join(f'{x:.2f}' for x in r['tied_groups'])}"
+            f" | {r['updates']}/{CHECK_STEPS} | {r['wall_s']:.0f} | {'yes' if r['passed'] else '**no**'} | {r['generated']} |"
+        )
+    path = RESULTS / "tier_updates.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("env", choices=ENVS)
@@ -274,7 +349,13 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
     p.add_argument("--report", action="store_true", help="only rewrite the result file from the run folders")
     p.add_argument("--steps", type=int, default=None, help="RL steps per run (default: the env's config)")
+    p.add_argument("--check-updates", action="store_true", help="warm-up + 2 GRPO steps: does GRPO update?")
     args = p.parse_args()
+    if args.check_updates:
+        stop_on_signal()
+        row = check_updates(args.env)
+        print(write_check(row).read_text())
+        return 0 if row["passed"] else 1
     if not args.report:
         stop_on_signal()
         grid(args.env, args.seeds, args.jobs, args.steps)
