@@ -36,7 +36,7 @@ vllm-env:  ## the vLLM server's own venv (.venv-vllm -> a cache keyed by its rec
 
 # pytest exits 5 when it collects no test: an empty tier is not a failure.
 test:  ## every tier: unit, slow, docker, ray, vllm (all but gpu) on 2 workers, a test file per worker; the 30 slowest tests at the end
-	$(PY) -m pytest -m "not gpu" -q -n $(TEST_WORKERS) --dist loadgroup --durations=30; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+	$(PY) -m pytest -m "not gpu" -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
 
 test-fast:  ## the default tier: fast unit tests
 	$(PY) -m pytest -q
@@ -45,7 +45,7 @@ test-tier:  ## one tier on 2 workers: make test-tier TIER=docker (unit | slow | 
 	@case "$(TIER)" in unit) m="not slow and not docker and not vllm and not ray and not gpu";; \
 	  slow) m="slow and not docker and not vllm and not ray and not gpu";; docker|vllm|ray) m="$(TIER) and not gpu";; \
 	  *) echo "TIER must be one of unit, slow, docker, vllm, ray (got '$(TIER)')" >&2; exit 2;; esac; \
-	$(PY) -m pytest -m "$$m" -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(PY) -m pytest -m "$$m" -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15
 
 lint:
 	$(PY) -m ruff check .

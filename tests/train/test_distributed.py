@@ -220,9 +220,14 @@ def test_rlgym_train_nproc_2_starts_torchrun_and_trains_as_one_process(tmp_path)
     assert diff < TOLERANCE
     summary_one, summary_two = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert summary_one["before"] == summary_two["before"] and summary_one["after"] == summary_two["after"]
-    # resuming with another kind of sampling seeds is refused (1 process: calls by default)
+    # resuming in 1 process changes the kind of sampling seeds (auto: calls there), which is refused;
+    # the saved config alone (resume=RUN, no nproc) would resume on 2 processes
     again = subprocess.run(
-        [*cli, f"resume={two}", "trainer.steps=3"], env=_env(), capture_output=True, text=True, timeout=900
+        [*cli, f"resume={two}", "trainer.steps=3", "trainer.nproc=1"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert again.returncode == 2 and "trainer.sampling_seeds=episode" in again.stderr
 
