@@ -216,6 +216,12 @@ class VLLMPolicy:
             return await self.client.generate(prompt_token_ids, sampling)
         except EngineError as e:
             code = self.server.exit_code
+            # A server whose engine died refuses connections while its API process still tears down
+            # (seconds on a loaded machine): wait for its exit code before saying why.
+            for _ in range(_EXIT_WAIT_POLLS if code is None and _connection_refused(e) else 0):
+                await asyncio.sleep(0.2)
+                if (code := self.server.exit_code) is not None:
+                    break
             if code is None:
                 raise
             # The server this policy owns is gone: say so, with its root cause, instead of "cannot connect".
@@ -396,3 +402,16 @@ class VLLMPolicy:
             raise EngineError(f"POST {path} -> HTTP {e.code}: {detail}", transient=False) from e
         except OSError as e:
             raise EngineError(f"POST {path} failed: {e}", transient=True) from e
+
+
+_EXIT_WAIT_POLLS = 75  # 15 s of 0.2 s polls
+
+
+def _connection_refused(error: BaseException) -> bool:
+    """Whether a connection failure (an OSError, aiohttp's connector errors included) caused `error`."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError):
+            return True
+        seen = seen.__cause__
+    return False
