@@ -24,13 +24,13 @@ def rollouts(tiny_model_dir, tiny_tokenizer):
     manager = RolloutManager(
         "rlgym/Math-v0", ToolCallingAgent(tiny_tokenizer), policy, config, env_kwargs={"difficulty": 1}
     )
-    return policy, manager.run_sync(list(range(16))), manager.stats
+    return policy, manager.run_sync(list(range(8))), manager.stats
 
 
 def test_every_episode_completes_without_failures(rollouts):
     _, trajs, stats = rollouts
-    assert len(trajs) == 64 and not any(t.failed for t in trajs)
-    assert stats.turns >= 200  # the token check below ran over hundreds of turns
+    assert len(trajs) == 32 and not any(t.failed for t in trajs)
+    assert stats.turns >= 64  # the token check below ran over many multi-turn episodes
     assert all("outcome" in t.__dict__ and "reward" in t.outcome for t in trajs)
 
 
