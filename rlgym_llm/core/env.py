@@ -29,6 +29,7 @@ from gymnasium.error import ResetNeeded
 from rlgym_llm.core.dispatch import Handler, ToolResult, ToolRun, clip_observation, collect_tools, dispatch
 from rlgym_llm.core.errors import ConfigError, MalformedActionError
 from rlgym_llm.core.spaces import ActionSpace, ChatSpace
+from rlgym_llm.core.splits import SPLITS
 from rlgym_llm.core.tools import Tool
 from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals, ToolSpec
 
@@ -45,6 +46,9 @@ class Task:
         answer: the reference answer.
         hidden: other ground truth (hidden tests, gold documents, goal predicates, ...).
         meta: public facts about the task (difficulty, kind, source).
+        key: what makes two tasks "the same task" for content splits (`rlgym_llm.core.splits`): by
+            default the prompt; an env whose prompt is shared by every task gives the hidden task here
+            (the target, the secret, the bug set, the world).
     """
 
     id: str
@@ -52,6 +56,11 @@ class Task:
     answer: Any = None
     hidden: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+    def content_key(self) -> str:
+        """The task's content key: `key` when given, else the prompt."""
+        return self.key if self.key is not None else self.prompt
 
     def secrets(self) -> list[str]:
         """Strings that must never appear in an observation (checked by `check_env`).
@@ -97,6 +106,8 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         max_tool_calls: the most tool calls run per turn; the rest are not run, and one message says so.
         max_observation_chars: the most characters of the messages one step returns; longer tool
             results are cut (each keeps its beginning) with a note saying how much was cut.
+        split: the content pool tasks come from, `train` (default), `val` or `test`: pools share no task
+            (`rlgym_llm.core.splits`; each env's docstring says how it splits). `sample_task` honours it.
 
     Class attributes:
         tools: the tools the env accepts: `Tool` models and `function_tool` functions; methods decorated
@@ -118,8 +129,10 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         tools, handlers = collect_tools(cls, cls.tools)
         cls.tools, cls._tool_handlers = tools, {**cls._tool_handlers, **handlers}
 
-    def __init__(self, max_tool_calls: int = 16, max_observation_chars: int = 32_000) -> None:
+    def __init__(self, max_tool_calls: int = 16, max_observation_chars: int = 32_000, split: str = "train") -> None:
         problems = []
+        if not isinstance(split, str) or split not in SPLITS:
+            problems.append(f"split must be one of {list(SPLITS)}, got {split!r}")
         if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 1:
             problems.append(f"max_tool_calls must be an int >= 1, got {max_tool_calls!r}")
         if isinstance(max_observation_chars, bool) or not isinstance(max_observation_chars, int):
@@ -132,6 +145,7 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
             raise ConfigError(problems)
         self.max_tool_calls = max_tool_calls
         self.max_observation_chars = max_observation_chars
+        self.split = split
         self.observation_space = ChatSpace()
         self.action_space = ActionSpace([t.name for t in self.tools])
         self.render_mode = None
@@ -223,7 +237,8 @@ class Env(gymnasium.Env[Messages, Any], abc.ABC):
         task = self.sample_task(options or {})
         self._task, self.turn = task, 0
         self.new_episode(task)
-        return self.opening(task), {"task_id": task.id, "tools": self.tool_schemas(), **self.extra_info()}
+        info = {"task_id": task.id, "split": self.split, "tools": self.tool_schemas(), **self.extra_info()}
+        return self.opening(task), info
 
     def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict]:
         if self._task is None:
