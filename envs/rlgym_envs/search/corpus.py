@@ -2,7 +2,8 @@
 
 Corpus JSONL, one document a line:  `{"id": "d1", "title": "Varo Keltin", "text": "..."}`
 QA JSONL, one question a line:      `{"question": "...", "answers": ["..."], "gold_docs": ["d1"]}`
-(`gold_docs` is optional; without it an episode reports no sub-goals.)
+(`gold_docs` is optional; without it an episode reports no sub-goals. `split`, also optional, puts the
+question in the `train`, `val` or `test` pool; see `SearchEnv`.)
 
 Answers are scored SQuAD-style: lowercase, drop punctuation and the articles a/an/the, collapse whitespace;
 `exact_match` compares the normalised strings and `token_f1` their bags of tokens.
@@ -24,6 +25,7 @@ import pydantic
 from rlgym_llm.core.errors import DataFileError
 from rlgym_llm.core.jsonl import read_jsonl
 from rlgym_llm.core.records import read_records
+from rlgym_llm.core.splits import SPLITS
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,13 @@ class Document:
 
 @dataclass(frozen=True)
 class QAItem:
-    """One question with its gold answers and, optionally, the ids of the documents that support it."""
+    """One question with its gold answers and, optionally, the ids of the documents that support it and
+    the content split the data set puts it in."""
 
     question: str
     answers: tuple[str, ...]
     gold_docs: tuple[str, ...] = ()
+    split: str | None = None
 
 
 class _DocumentRow(pydantic.BaseModel):
@@ -56,6 +60,14 @@ class _QARow(pydantic.BaseModel):
     question: str = pydantic.Field(min_length=1)
     answers: list[str] = pydantic.Field(min_length=1)
     gold_docs: list[str] = []
+    split: str | None = None
+
+    @pydantic.field_validator("split")
+    @classmethod
+    def _split_is_a_split(cls, split: str | None) -> str | None:
+        if split is not None and split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)} or absent, got {split!r}")
+        return split
 
     @pydantic.field_validator("answers")
     @classmethod
@@ -74,7 +86,7 @@ def _rows(
     path: str | os.PathLike[str],
     model: type[pydantic.BaseModel],
     fields: Mapping[str, str] | None = None,
-    split: str | None = None,
+    dataset_split: str | None = None,
 ) -> list[pydantic.BaseModel]:
     """Parse a data set (JSONL, Parquet or a `datasets` folder, columns renamed by `fields`), listing
     every bad row in one error (a user's file is a trust boundary)."""
@@ -82,8 +94,8 @@ def _rows(
     problems: list[str] = []
     records = (
         read_jsonl(path, problems=problems)
-        if not fields and not split and str(path).endswith(".jsonl")
-        else read_records(path, fields, split)
+        if not fields and not dataset_split and str(path).endswith(".jsonl")
+        else read_records(path, fields, dataset_split)
     )
     for lineno, value in records:
         try:
@@ -99,7 +111,7 @@ def _rows(
 
 
 def load_corpus(
-    path: str | os.PathLike[str], fields: Mapping[str, str] | None = None, split: str | None = None
+    path: str | os.PathLike[str], fields: Mapping[str, str] | None = None, dataset_split: str | None = None
 ) -> tuple[Document, ...]:
     """Load documents (`{"id", "title", "text"}` rows) from JSONL, Parquet or a `datasets` folder;
     `fields` maps a field to the data set's column.
@@ -107,7 +119,8 @@ def load_corpus(
     Raises:
         ValueError: a line is not a valid document, or two documents share an id.
     """
-    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in _rows(path, _DocumentRow, fields, split))  # type: ignore[attr-defined]
+    rows = _rows(path, _DocumentRow, fields, dataset_split)
+    docs = tuple(Document(id=r.id, title=r.title, text=r.text) for r in rows)  # type: ignore[attr-defined]
     dupes = sorted(i for i, n in collections.Counter(d.id for d in docs).items() if n > 1)
     if dupes:
         raise ValueError(f"{path}: duplicate document ids {dupes[:5]}; ids must be unique")
@@ -118,21 +131,24 @@ def load_qa(
     path: str | os.PathLike[str],
     doc_ids: Iterable[str] | None = None,
     fields: Mapping[str, str] | None = None,
-    split: str | None = None,
+    dataset_split: str | None = None,
 ) -> tuple[QAItem, ...]:
-    """Load questions (`{"question", "answers": [...], "gold_docs": [...]}` rows) from JSONL, Parquet or
-    a `datasets` folder; `fields` maps a field to the data set's column.
+    """Load questions (`{"question", "answers": [...], "gold_docs": [...], "split"?}` rows) from JSONL,
+    Parquet or a `datasets` folder; `fields` maps a field to the data set's column.
 
     Args:
         path: the JSONL file.
         doc_ids: if given, every `gold_docs` id must be one of these.
+        fields: the data set's column for each field.
+        dataset_split: the split of a `datasets` folder that holds several (not the content split: that
+            is the rows' own `split` column).
 
     Raises:
         ValueError: a line is invalid or names an unknown gold document.
     """
     items = tuple(
-        QAItem(question=r.question, answers=tuple(r.answers), gold_docs=tuple(r.gold_docs))  # type: ignore[attr-defined]
-        for r in _rows(path, _QARow, fields, split)
+        QAItem(question=r.question, answers=tuple(r.answers), gold_docs=tuple(r.gold_docs), split=r.split)  # type: ignore[attr-defined]
+        for r in _rows(path, _QARow, fields, dataset_split)
     )
     if doc_ids is not None:
         known = set(doc_ids)

@@ -5,6 +5,11 @@ is functional (one object per subject) and names are unique, so a chain of relat
 has exactly one answer by construction; `generate_world` also re-checks every question against the fact
 table and against the rendered documents.
 
+Content splits: `generate_world(seed, split="test")` builds its world from the test share of the name
+space only. Every name word and every year belongs to exactly one split (a stable hash,
+`rlgym_llm.core.splits.split_of`), so the worlds of different splits share no entity, no fact and no
+answer: a policy that memorised every train fact knows nothing about a test world.
+
     world = generate_world(seed=0)
     q = world.questions[0]
     q.text    # "In which city is the organisation that employs Varo Keltin headquartered?"
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlgym_envs.search.corpus import Document, normalize_answer
+from rlgym_llm.core.splits import SPLITS, check_split, split_of
 
 # Entity kinds and the functional relations between them: name -> (subject kind, object kind).
 # Object kind "year" is a literal attribute, so it can only end a chain.
@@ -113,28 +119,45 @@ def _name(rng: np.random.Generator, syllables: int) -> str:
     return ("".join(parts) + _CODAS[rng.integers(len(_CODAS))]).capitalize()
 
 
-class _Names:
-    """Draws name words that are unique across the whole world, so no two entities share a name word."""
+def in_split(kind: str, value: str, split: str | None) -> bool:
+    """Whether a name word or a year (`kind` "name" or "year") belongs to `split` (`None`: every split)."""
+    return split is None or split_of(f"search-{kind}:{value.lower()}") == split
 
-    def __init__(self, rng: np.random.Generator):
+
+class _Names:
+    """Draws name words that are unique across the whole world, so no two entities share a name word, and
+    that belong to the world's split, so no two splits share one."""
+
+    def __init__(self, rng: np.random.Generator, split: str | None = None):
         self.rng = rng
+        self.split = split
         self.words: set[str] = set()
 
     def word(self, syllables: int, suffix: str = "") -> str:
         while True:
             w = _name(self.rng, syllables) + suffix
-            if w.lower() not in self.words and len(w) >= 4:
+            if w.lower() not in self.words and len(w) >= 4 and in_split("name", w, self.split):
                 self.words.add(w.lower())
                 return w
+
+    def year(self, low: int, high: int) -> str:
+        """A year in [low, high) of the world's split (years are answers too)."""
+        while True:
+            y = str(int(self.rng.integers(low, high)))
+            if in_split("year", y, self.split):
+                return y
 
 
 def _pick(rng: np.random.Generator, items: list[str]) -> str:
     return items[int(rng.integers(len(items)))]
 
 
-def _entities(rng: np.random.Generator, people: int) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
-    """Draw entity names (name -> kind) and the fact table ((subject, relation) -> object)."""
-    names = _Names(rng)
+def _entities(
+    rng: np.random.Generator, people: int, split: str | None = None
+) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    """Draw entity names (name -> kind) and the fact table ((subject, relation) -> object), from `split`'s
+    names and years."""
+    names = _Names(rng, split)
     n_org, n_city, n_country, n_event = (
         max(3, people // 3),
         max(4, people // 3),
@@ -159,11 +182,11 @@ def _entities(rng: np.random.Generator, people: int) -> tuple[dict[str, str], di
             facts[(country, "capital")] = city
     for org in orgs:
         facts[(org, "headquartered_in")] = _pick(rng, cities)
-        facts[(org, "founded_year")] = str(int(rng.integers(1700, 1990)))
+        facts[(org, "founded_year")] = names.year(1700, 1990)
     for person in persons:
         facts[(person, "born_in")] = _pick(rng, cities)
         facts[(person, "works_at")] = _pick(rng, orgs)
-        facts[(person, "birth_year")] = str(int(rng.integers(1900, 2000)))
+        facts[(person, "birth_year")] = names.year(1900, 2000)
     for org in orgs:
         facts[(org, "founded_by")] = _pick(rng, persons)
     for event in events:
@@ -302,8 +325,10 @@ def _mentions(text: str, name: str) -> bool:
     return f" {normalize_answer(name)} " in f" {normalize_answer(text)} "
 
 
-@functools.lru_cache(maxsize=8)
-def generate_world(seed: int = 0, people: int = 40, distractors: int = 40, max_hops: int = 3) -> World:
+@functools.lru_cache(maxsize=64)
+def generate_world(
+    seed: int = 0, people: int = 40, distractors: int = 40, max_hops: int = 3, split: str | None = None
+) -> World:
     """Generate the world for `seed` (cached: the G envs of a group share one).
 
     Args:
@@ -311,16 +336,20 @@ def generate_world(seed: int = 0, people: int = 40, distractors: int = 40, max_h
         people: number of people; the numbers of organisations, cities, countries and events scale with it.
         distractors: number of pages that mention entities without stating relations.
         max_hops: the longest relation chain a question may ask about (1..3 is sensible).
+        split: build the world from this content split's names and years only (`train`, `val` or `test`;
+            see the module docstring); `None` draws from all of them.
 
     Raises:
         ValueError: a size is out of range.
+        ConfigError: `split` is not a split.
     """
     if people < 4 or distractors < 0 or not 1 <= max_hops <= 4:
         raise ValueError(
             f"need people >= 4, distractors >= 0, 1 <= max_hops <= 4; got {people}, {distractors}, {max_hops}"
         )
-    rng = np.random.default_rng(seed)
-    kind, facts = _entities(rng, people)
+    # a split's worlds get their own random stream, not the unsplit world's with other names
+    rng = np.random.default_rng(seed if split is None else [seed, 1 + SPLITS.index(check_split(split))])
+    kind, facts = _entities(rng, people, split)
     docs = _render(kind, facts, rng)
     docs += _distractors(list(kind), rng, distractors)
     doc_of = {d.title: d.id for d in docs if not d.id.startswith("misc-")}
