@@ -76,8 +76,10 @@ def _search(genv: Any, start: dict[str, Any], max_states: int, strict: bool) -> 
     mentioned = {*texts, *(part for p in hidden["preds"] for part in p["path"].split("."))}
     allowed = _strings(_inside(start[app], relevant)) | mentioned
 
-    def key(state: Mapping[str, Any]) -> str:  # other apps are frozen: UI + the app's data identify a state
-        return json.dumps([state["ui"], state[app]], sort_keys=True)
+    def key(state: Mapping[str, Any]) -> str:
+        # The search keeps only states equal to `start` outside the UI and the goal app's relevant
+        # data, so those two identify a kept state (a state it drops may share a key: it is dropped anyway).
+        return json.dumps([state["ui"], _inside(state[app], relevant)], sort_keys=True)
 
     parents: dict[str, tuple[str, Action] | None] = {key(start): None}
     frontier = deque([start])

@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlgym_llm
-from rlgym_envs.gui import DEFAULT_APPS, App, Device, Element, Goal, GUIEnv, Pred, render
+from rlgym_envs.gui import DEFAULT_APPS, App, Device, Element, Goal, GUIEnv, Pred, goal_key, render
+from rlgym_envs.gui.apps import SETTINGS
 from rlgym_envs.gui.device import InvalidAction
+from rlgym_llm.core.splits import split_of
 
 
 def call(name, **arguments):
@@ -122,7 +124,7 @@ def test_settings_goal_is_reachable_by_hand_and_signals_track_subgoals(env):
     open_app(env, "Settings")
     for met, pred in enumerate(preds, start=1):
         section = pred["path"].split(".")[0]
-        env.step(click(item_id(env, section.capitalize())))
+        env.step(click(item_id(env, SETTINGS[section][0])))  # the section's title
         screen = env.unwrapped.device.screen(env.unwrapped.state)
         it = next(it for it in screen.items if it.element.bind == pred["path"])
         if it.element.role == "switch":
@@ -363,7 +365,8 @@ class Counter(App):
 
 
 def test_a_user_app_runs_beside_the_built_ins():
-    env = GUIEnv(apps=(*DEFAULT_APPS, Counter()), task_apps=["counter"])
+    split = split_of(goal_key("counter", [Pred("n", "eq", "2")]))  # its one goal belongs to one split
+    env = GUIEnv(apps=(*DEFAULT_APPS, Counter()), task_apps=["counter"], split=split)
     messages, _ = env.reset(seed=0)
     assert '[5] button "Counter"' in messages[1]["content"]
     obs, *_ = env.step(click(5))

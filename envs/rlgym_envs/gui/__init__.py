@@ -7,7 +7,7 @@ or register a variant (see `examples/custom_gui_app.py`).
 from rlgym_envs.gui.app import HOME, App, Ctx, Element, Goal, Pred, back, go, put, root
 from rlgym_envs.gui.apps import DEFAULT_APPS, FilesApp, MailApp, SettingsApp, ShopApp
 from rlgym_envs.gui.device import Device, InvalidAction, Screen, state_key
-from rlgym_envs.gui.env import GUIEnv
+from rlgym_envs.gui.env import GUIEnv, goal_key
 
 __all__ = [
     "DEFAULT_APPS",
@@ -27,6 +27,7 @@ __all__ = [
     "ShopApp",
     "back",
     "go",
+    "goal_key",
     "put",
     "root",
     "state_key",

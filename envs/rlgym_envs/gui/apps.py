@@ -8,7 +8,7 @@ ASCII-only except language names, so the default bitmap font can draw them in sc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -29,70 +29,178 @@ def _join(parts: Sequence[str]) -> str:
 
 # --- settings -------------------------------------------------------------------------------------
 
-# section -> (title, [(key, label, phrase, options; None for a switch)])
-SETTINGS: dict[str, tuple[str, tuple[tuple[str, str, str, tuple[str, ...] | None], ...]]] = {
+
+class Setting(NamedTuple):
+    """One entry of a settings section: a switch, or a combobox over `values`."""
+
+    key: str
+    label: str
+    phrase: str  # how a goal names it: "turn on <phrase>", "set <phrase> to <value>"
+    values: tuple[str, ...] | None = None  # None: a switch
+
+
+def _numbers(lo: int, hi: int, unit: str = "") -> tuple[str, ...]:
+    return tuple(f"{n}{unit}" for n in range(lo, hi + 1))
+
+
+TIMES = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(0, 24 * 60, 5))
+SNOOZE = ("1 minute", *(f"{n} minutes" for n in range(2, 31)))
+LANGUAGES = (
+    "English", "Deutsch", "Español", "Français", "Italiano", "Português", "Nederlands", "Svenska", "Norsk",
+    "Dansk", "Suomi", "Polski", "Magyar", "Türkçe", "Català", "Galego", "Euskara", "Íslenska", "Eesti",
+    "Hrvatski", "Srpski", "Bosanski", "Shqip", "Afrikaans", "Cymraeg", "Gaeilge", "Malti", "Lëtzebuergesch",
+    "Føroyskt", "Bahasa Indonesia", "Bahasa Melayu", "Filipino", "Kiswahili", "Hausa", "Igbo", "isiZulu",
+    "isiXhosa", "Setswana", "Kinyarwanda", "Soomaali", "Malagasy", "Gàidhlig", "Brezhoneg", "Rumantsch",
+    "Esperanto", "Frysk", "Latina", "Occitan", "Corsu", "Sardu",
+)  # fmt: skip
+TIME_ZONES = (
+    "Amsterdam", "Anchorage", "Athens", "Auckland", "Bangkok", "Beijing", "Berlin", "Bogota", "Brussels",
+    "Buenos Aires", "Cairo", "Cape Town", "Caracas", "Chicago", "Copenhagen", "Dakar", "Denver", "Dhaka",
+    "Dubai", "Dublin", "Helsinki", "Hong Kong", "Honolulu", "Istanbul", "Jakarta", "Jerusalem",
+    "Johannesburg", "Kabul", "Karachi", "Kathmandu", "Kyiv", "Lagos", "Lima", "Lisbon", "London",
+    "Los Angeles", "Madrid", "Manila", "Melbourne", "Mexico City", "Montreal", "Moscow", "Mumbai", "Nairobi",
+    "New York", "Oslo", "Paris", "Perth", "Prague", "Reykjavik", "Riyadh", "Rome", "Santiago", "Sao Paulo",
+    "Seoul", "Shanghai", "Singapore", "Stockholm", "Sydney", "Taipei", "Tehran", "Tokyo", "Toronto",
+    "Vancouver", "Vienna", "Warsaw", "Wellington", "Zurich",
+)  # fmt: skip
+
+# section -> (title, settings), in screen order. A section screen shows all of its settings: at most
+# four, at most two of them comboboxes, so a screen stays about as short as the first four sections were.
+SETTINGS: dict[str, tuple[str, tuple[Setting, ...]]] = {
     "display": (
         "Display",
         (
-            ("dark_mode", "Dark mode", "dark mode", None),
-            ("font_size", "Font size", "the font size", ("10", "12", "14", "16", "18")),
-            ("brightness", "Brightness", "the brightness", ("20%", "40%", "60%", "80%", "100%")),
+            Setting("dark_mode", "Dark mode", "dark mode"),
+            Setting("font_size", "Font size", "the font size", _numbers(8, 40)),
+            Setting("brightness", "Brightness", "the brightness", _numbers(1, 100, "%")),
         ),
     ),
     "network": (
         "Network",
         (
-            ("airplane_mode", "Airplane mode", "airplane mode", None),
-            ("wifi", "Wi-Fi", "Wi-Fi", None),
-            ("bluetooth", "Bluetooth", "Bluetooth", None),
+            Setting("airplane_mode", "Airplane mode", "airplane mode"),
+            Setting("wifi", "Wi-Fi", "Wi-Fi"),
+            Setting("bluetooth", "Bluetooth", "Bluetooth"),
+            Setting("data_warning", "Data warning", "the data warning", _numbers(1, 100, " GB")),
         ),
     ),
     "notifications": (
         "Notifications",
         (
-            ("email_alerts", "Email alerts", "email alerts", None),
-            ("sounds", "Sounds", "notification sounds", None),
-            ("do_not_disturb", "Do not disturb", "do not disturb", None),
+            Setting("email_alerts", "Email alerts", "email alerts"),
+            Setting("sounds", "Sounds", "notification sounds"),
+            Setting("do_not_disturb", "Do not disturb", "do not disturb"),
         ),
     ),
     "general": (
         "General",
         (
-            ("language", "Language", "the language", ("English", "Deutsch", "Español", "Français", "Italiano")),
-            ("time_format", "Time format", "the time format", ("12-hour", "24-hour")),
+            Setting("language", "Language", "the language", LANGUAGES),
+            Setting("time_format", "Time format", "the time format", ("12-hour", "24-hour")),
+        ),
+    ),
+    "sound": (
+        "Sound",
+        (
+            Setting("media_volume", "Media volume", "the media volume", _numbers(0, 100)),
+            Setting("ring_volume", "Ring volume", "the ring volume", _numbers(0, 100)),
+            Setting("vibration", "Vibration", "vibration"),
+        ),
+    ),
+    "battery": (
+        "Battery",
+        (
+            Setting("battery_saver", "Battery saver", "battery saver"),
+            Setting("saver_threshold", "Saver threshold", "the saver threshold", _numbers(5, 75, "%")),
+            Setting("charge_limit", "Charge limit", "the charge limit", _numbers(50, 100, "%")),
+        ),
+    ),
+    "quiet_hours": (
+        "Quiet hours",
+        (
+            Setting("scheduled", "Scheduled", "scheduled quiet hours"),
+            Setting("start", "Start", "the quiet hours start", TIMES),
+            Setting("end", "End", "the quiet hours end", TIMES),
+        ),
+    ),
+    "clock": (
+        "Clock",
+        (
+            Setting("automatic_time", "Automatic time", "automatic time"),
+            Setting("automatic_zone", "Automatic time zone", "the automatic time zone"),
+            Setting("time_zone", "Time zone", "the time zone", TIME_ZONES),
+        ),
+    ),
+    "alarms": (
+        "Alarms",
+        (
+            Setting("alarm_volume", "Alarm volume", "the alarm volume", _numbers(0, 100)),
+            Setting("snooze", "Snooze length", "the snooze length", SNOOZE),
+            Setting("gradual_volume", "Gradual volume", "gradual volume"),
         ),
     ),
 }
 RADIO_OFF_WHEN_AIRPLANE = ("wifi", "bluetooth")  # disabled while airplane mode is on, as on real phones
+SHOWN_OPTIONS = 5  # a combobox lists this many of its values: the current one, any goal value, and others
+
+
+EVERY_SETTING = tuple((section, s) for section, (_, settings) in SETTINGS.items() for s in settings)
+_SIZES = np.array([2 if s.values is None else len(s.values) for _, s in EVERY_SETTING])
+
+
+def _shown(values: Sequence[str], needed: Sequence[int], draws: Sequence[int]) -> tuple[str, ...] | None:
+    """`SHOWN_OPTIONS` of `values` (all when there are fewer) in their order: the `needed` indexes, then
+    the first distinct `draws` (indexes); None when the draws repeat too much to fill the list."""
+    if len(values) <= SHOWN_OPTIONS:
+        return tuple(values)
+    picked = list(dict.fromkeys([*needed, *draws]))[:SHOWN_OPTIONS]
+    return tuple(values[i] for i in sorted(picked)) if len(picked) == SHOWN_OPTIONS else None
 
 
 class SettingsApp(App):
-    """Settings in four sections; Wi-Fi and Bluetooth are disabled while airplane mode is on."""
+    """Settings in nine sections; Wi-Fi and Bluetooth are disabled while airplane mode is on. A
+    combobox lists `SHOWN_OPTIONS` of its values, drawn per episode like the shop's catalog: always
+    the current one and the one a goal asks for.
+
+    One-subgoal goals (a switch turned on or off, or one combobox value set) number 2 per switch and
+    one per combobox value: 1,410 in all.
+    """
 
     name: ClassVar[str] = "settings"
     title: ClassVar[str] = "Settings"
 
     def sample(self, rng: np.random.Generator) -> tuple[dict[str, Any], Goal]:
+        # Few, batched draws: an env may redraw a goal many times until it fits its tier and split.
         data: dict[str, Any] = {"user": f"user{int(rng.integers(100, 1000))}@example.com"}
-        for section, (_, fields) in SETTINGS.items():
-            data[section] = {
-                key: bool(rng.integers(2)) if options is None else _pick(rng, options) for key, _, _, options in fields
-            }
-        every = [(section, f) for section, (_, fields) in SETTINGS.items() for f in fields]
-        targets = _some(rng, every, int(rng.integers(1, 4)))
-        preds, phrases = [], []
-        for section, (key, _, phrase, options) in targets:
-            current = data[section][key]
-            if options is None:
-                value: Any = not current
-                phrases.append(f"turn {'on' if value else 'off'} {phrase}")
+        data.update({section: {} for section in SETTINGS})
+        current: list[int] = []  # each setting's value: an index into its values; 0 or 1 for a switch
+        for (section, s), u in zip(EVERY_SETTING, rng.random(len(EVERY_SETTING)).tolist(), strict=True):
+            current.append(int(u * (2 if s.values is None else len(s.values))))
+            data[section][s.key] = bool(current[-1]) if s.values is None else s.values[current[-1]]
+        targets = rng.permutation(len(EVERY_SETTING))[: int(rng.integers(1, 4))].tolist()
+        preds, phrases, wanted = [], [], {}
+        for i in targets:
+            section, s = EVERY_SETTING[i]
+            if s.values is None:
+                value: Any = not current[i]
+                phrases.append(f"turn {'on' if value else 'off'} {s.phrase}")
             else:
-                value = _pick(rng, [o for o in options if o != current])
-                phrases.append(f"set {phrase} to {value}")
-            preds.append(Pred(f"{section}.{key}", "eq", value))
+                wanted[i] = (current[i] + 1 + int(rng.integers(len(s.values) - 1))) % len(s.values)  # not current
+                value = s.values[wanted[i]]
+                phrases.append(f"set {s.phrase} to {value}")
+            preds.append(Pred(f"{section}.{s.key}", "eq", value))
+        draws = (rng.random((len(EVERY_SETTING), 2 * SHOWN_OPTIONS)) * _SIZES[:, None]).astype(int).tolist()
+        data["choices"] = {section: {} for section in SETTINGS}
+        for i, (section, s) in enumerate(EVERY_SETTING):
+            if s.values is not None:
+                needed = [current[i], wanted[i]] if i in wanted else [current[i]]
+                shown = _shown(s.values, needed, draws[i])
+                while shown is None:  # the draws repeated themselves
+                    shown = _shown(s.values, needed, rng.integers(len(s.values), size=4 * SHOWN_OPTIONS).tolist())
+                data["choices"][section][s.key] = shown  # a tuple (a JSON array): fixed, so states share it
         relevant = [p.path for p in preds]
-        if any(p.path.startswith("network.") for p in preds):
-            relevant.append("network.airplane_mode")  # may have to go off to unlock Wi-Fi or Bluetooth
+        if any(p.path in {f"network.{k}" for k in RADIO_OFF_WHEN_AIRPLANE} for p in preds):
+            relevant.append("network.airplane_mode")  # may have to go off to unlock the radio
         text = f"In Settings, {_join(phrases)}."
         return data, Goal(text, tuple(preds), tuple(dict.fromkeys(relevant)))
 
@@ -101,10 +209,14 @@ class SettingsApp(App):
             links = [Element("link", title, on_click=go(section)) for section, (title, _) in SETTINGS.items()]
             return [Element("text", f"Signed in as {data['user']}"), *links]
         elements = []
-        for key, label, _, options in SETTINGS[screen][1]:
-            disabled = screen == "network" and key in RADIO_OFF_WHEN_AIRPLANE and data["network"]["airplane_mode"]
-            role = "switch" if options is None else "combobox"
-            elements.append(Element(role, label, bind=f"{screen}.{key}", options=options or (), disabled=disabled))
+        for s in SETTINGS[screen][1]:
+            bind = f"{screen}.{s.key}"
+            disabled = screen == "network" and s.key in RADIO_OFF_WHEN_AIRPLANE and data["network"]["airplane_mode"]
+            if s.values is None:
+                elements.append(Element("switch", s.label, bind=bind, disabled=disabled))
+            else:
+                options = tuple(data["choices"][screen][s.key])
+                elements.append(Element("combobox", s.label, bind=bind, options=options, disabled=disabled))
         return elements
 
     def screen_title(self, data: Mapping[str, Any], screen: str) -> str:

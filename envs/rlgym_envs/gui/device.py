@@ -107,19 +107,30 @@ class Device:
 
     # --- tasks ----------------------------------------------------------------------------------
 
+    def app(self, name: str) -> App:
+        """The installed app called `name`."""
+        if name not in self._by_name:
+            raise ValueError(f"unknown app {name!r}; installed apps: {', '.join(self._by_name)}")
+        return self._by_name[name]
+
     def sample(self, rng: np.random.Generator, app_name: str) -> tuple[dict[str, Any], Goal]:
         """Initial state of every app (distractors included) and the goal of `app_name`."""
-        if app_name not in self._by_name:
-            raise ValueError(f"unknown app {app_name!r}; installed apps: {', '.join(self._by_name)}")
+        data, goal = self.app(app_name).sample(rng)
+        return self.initial_state(rng, {app_name: data}), goal
+
+    def initial_state(self, rng: np.random.Generator, given: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+        """The home screen over every app's data: `given`'s, and for the other apps a fresh draw.
+
+        The other apps draw in their installed order, so the RNG stream is reproducible; the goal app
+        draws first (`sample`), which lets an env redraw its goal alone until the goal fits.
+        """
+        unknown = set(given) - set(self._by_name)
+        if unknown:
+            raise ValueError(f"unknown apps {sorted(unknown)}; installed apps: {', '.join(self._by_name)}")
         state: dict[str, Any] = {"ui": {"nav": [HOME], "scroll": 0}}
-        goal = None
-        for app in self.apps:  # every app draws, in a fixed order, so the RNG stream is reproducible
-            data, app_goal = app.sample(rng)
-            state[app.name] = data
-            if app.name == app_name:
-                goal = app_goal
-        assert goal is not None
-        return state, goal
+        for app in self.apps:
+            state[app.name] = given[app.name] if app.name in given else app.sample(rng)[0]
+        return state
 
     def subgoals(self, state: Mapping[str, Any], app_name: str, preds: Sequence[Pred]) -> tuple[int, int]:
         """(met, total) sub-goal predicates of `app_name` in `state`."""

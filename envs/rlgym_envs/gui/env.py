@@ -16,23 +16,35 @@ Ground truth lives in `env.task.hidden` (`app`, `preds`, `relevant`, `texts`, `i
 The goal text itself is the prompt, and the answer is an action sequence rather than a string, so
 `Task.secrets()` is empty: nothing in an observation can leak the solution.
 
-Reset options: `app` (draw the goal for this app) and `render_screenshot` (bool).
+Splits: a task is its goal. `Task.key` is the goal's app and predicates (`goal_key`, e.g.
+`settings: display.dark_mode eq true`), whatever the initial state or the order the text names its
+parts in, and the key's hash (`rlgym_llm.core.splits`) puts each goal in one split. The env redraws
+the goal until it falls in its own split, so a `test` goal (its text, predicates and target state)
+never comes from `train` or `val`. In the built-in apps the text names exactly one set of
+predicates, so prompts are disjoint too. Pool sizes: docs/gui_env.md.
+
+Reset options: `app` (draw the goal for this app), `task` (play this `Task`, taken from a GUI env's
+`env.task` with the same apps: its initial state and goal; a `ValueError` names the split when the
+task belongs to another) and `render_screenshot` (bool).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rlgym_envs.gui.app import App, Pred, clone
+from rlgym_envs.gui.app import App, Goal, Pred, clone
 from rlgym_envs.gui.apps import DEFAULT_APPS
 from rlgym_envs.gui.device import Device, InvalidAction, state_key
 from rlgym_llm import AssistantTurn, Env, Messages, Step, StepSignals, Task, Tool, ToolResult
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.splits import MAX_DRAWS, draw_in_split, split_of
 
 MAX_REDRAWS = 1000  # goals drawn before `max_subgoals` gives up on an app that never has so few
 
@@ -95,6 +107,8 @@ class GUIEnv(Env):
         render_screenshot: add a PNG screenshot to every `info` (needs Pillow).
         max_subgoals: the difficulty: draw only goals with at most this many subgoals (goal
             predicates; settings goals have 1 to 3), redrawing from the env's RNG. `None`: any goal.
+        split: the goal pool, `train` (default), `val` or `test`: the pools share no goal (`goal_key`;
+            the module docstring says how).
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
     """
@@ -108,10 +122,11 @@ class GUIEnv(Env):
         task_apps: Sequence[str] | None = None,
         render_screenshot: bool = False,
         max_subgoals: int | None = None,
+        split: str = "train",
         max_tool_calls: int = 16,
         max_observation_chars: int = 32_000,
     ):
-        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars, split=split)
         self.device = Device(DEFAULT_APPS if apps is None else apps)
         names = [a.name for a in self.device.apps]
         self.task_apps = tuple(names if task_apps is None else task_apps)
@@ -149,22 +164,30 @@ class GUIEnv(Env):
         return self._done
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
-        unknown = set(options) - {"app", "render_screenshot"}
+        unknown = set(options) - {"app", "task", "render_screenshot"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; GUIEnv takes 'app' and 'render_screenshot'")
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; GUIEnv takes 'app', 'task' and 'render_screenshot'"
+            )
         self._screenshots = bool(options.get("render_screenshot", self.render_screenshot))
-        app = options.get("app")
-        if app is None:
-            app = self.task_apps[int(self.np_random.integers(len(self.task_apps)))]
-        state, goal = self.device.sample(self.np_random, app)
-        for _ in range(MAX_REDRAWS):
-            if self.max_subgoals is None or len(goal.preds) <= self.max_subgoals:
-                break
-            state, goal = self.device.sample(self.np_random, app)
-        else:
-            raise ValueError(f"no goal of app {app!r} with at most {self.max_subgoals} subgoals in {MAX_REDRAWS} draws")
+        if options.get("task") is not None:
+            if options.get("app") is not None:
+                raise ValueError("reset options 'task' and 'app' exclude each other: the task names its app")
+            return self._own_task(options["task"])
+        name = options.get("app")
+        if name is None:
+            name = self.task_apps[int(self.np_random.integers(len(self.task_apps)))]
+        app = self.device.app(name)
+        try:  # the goal app draws alone until its goal fits; the other apps' data follows
+            data, goal = draw_in_split(
+                lambda: self._draw_goal(app), self.split, key=lambda drawn: goal_key(name, drawn[1].preds)
+            )
+        except ConfigError:
+            problem = f"app {name!r} drew no goal of split {self.split!r} in {MAX_DRAWS} draws: too few goals to split"
+            raise ConfigError([problem]) from None
+        state = self.device.initial_state(self.np_random, {name: data})
         hidden = {
-            "app": app,
+            "app": name,
             "preds": [p.to_dict() for p in goal.preds],
             "relevant": None if goal.relevant is None else list(goal.relevant),
             "texts": _strings([p.value for p in goal.preds]),
@@ -172,11 +195,41 @@ class GUIEnv(Env):
         }
         digest = hashlib.sha1(json.dumps([state, hidden["preds"]], sort_keys=True).encode()).hexdigest()
         return Task(
-            id=f"gui-{app}-{digest[:12]}",
+            id=f"gui-{name}-{digest[:12]}",
             prompt=goal.text,
             hidden=hidden,
-            meta={"app": app, "subgoals": len(goal.preds)},
+            meta={"app": name, "subgoals": len(goal.preds)},
+            key=goal_key(name, goal.preds),
         )
+
+    def _draw_goal(self, app: App) -> tuple[dict[str, Any], Goal]:
+        """The app's data and a goal of at most `max_subgoals` subgoals."""
+        for _ in range(MAX_REDRAWS):
+            data, goal = app.sample(self.np_random)
+            if self.max_subgoals is None or len(goal.preds) <= self.max_subgoals:
+                return data, goal
+        raise ValueError(
+            f"no goal of app {app.name!r} with at most {self.max_subgoals} subgoals in {MAX_REDRAWS} draws"
+        )
+
+    def _own_task(self, task: Any) -> Task:
+        """`options["task"]`, checked: a GUI task for these apps, of this env's split."""
+        hidden = task.hidden if isinstance(task, Task) else {}
+        if not {"app", "preds", "relevant", "texts", "initial_state"} <= set(hidden):
+            raise ValueError(f"options['task'] must be a Task of a GUI env (its `env.task`), got {task!r:.200}")
+        self.device.app(hidden["app"])
+        apps = sorted(k for k in hidden["initial_state"] if k != "ui")
+        installed = sorted(a.name for a in self.device.apps)
+        if apps != installed:
+            raise ValueError(f"options['task'] is for a device with apps {apps}; this env has {installed}")
+        key = goal_key(hidden["app"], [Pred.from_dict(p) for p in hidden["preds"]])
+        owner = split_of(key)
+        if owner != self.split:
+            raise ValueError(
+                f"options['task'] ({task.id}: {task.prompt!r}) belongs to the {owner!r} split, not to this env's "
+                f"{self.split!r} split; play it in an env made with split={owner!r}"
+            )
+        return dataclasses.replace(task, key=key)
 
     def opening(self, task: Task) -> Messages:
         screen = self.device.screen(task.hidden["initial_state"])
@@ -223,7 +276,7 @@ class GUIEnv(Env):
 
     def _step(self, messages: Messages, ok: bool | None, invalid: bool, terminated: bool = False) -> Step:
         met, total = self.subgoals()
-        outcome = self.outcome() if terminated else {"reward": 0.0, "components": {}}
+        outcome: dict[str, Any] = self.outcome() if terminated else {"reward": 0.0, "components": {}}
         signals = StepSignals(
             tool_ok=ok,
             progress=met / total,
@@ -244,6 +297,14 @@ class GUIEnv(Env):
 
         png = screenshot_png(self.device.screen(self._state))
         return {"screenshot": base64.b64encode(png).decode("ascii")}
+
+
+def goal_key(app: str, preds: Iterable[Pred]) -> str:
+    """A goal's content key (`Task.key`): its app and its predicates in sorted order, e.g.
+    `settings: display.dark_mode eq true`. Goals with equal keys are the same task, however their text
+    orders the parts and whatever the initial state."""
+    parts = sorted(f"{p.path} {p.op} {json.dumps(p.value, sort_keys=True, ensure_ascii=False)}" for p in preds)
+    return f"{app}: " + "; ".join(parts)
 
 
 def _strings(values: Any) -> list[str]:
