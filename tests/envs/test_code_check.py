@@ -12,6 +12,8 @@ import pytest
 
 from rlgym_envs.code.env import DEFAULT_LIMITS
 from rlgym_envs.code.grading import run_check
+from rlgym_envs.code.splits import task_splits
+from rlgym_envs.code.tasks import load_specs
 from rlgym_llm.sandbox import make_sandbox
 
 PROMPT = 'def add(a, b):\n    """The sum of a and b."""\n'
@@ -106,16 +108,19 @@ def test_code_env_grades_humaneval_lines_loaded_as_they_are(tmp_path):
     path = tmp_path / "humaneval.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in problems))
     fields = {"id": "task_id", "solution": "canonical_solution"}
-    env = rlgym_llm.make("rlgym/Code-v0", tasks=str(path), fields=fields)
-    for i, p in enumerate(problems):
-        for body, reward in ((p["canonical_solution"], 1.0), ("    pass\n", 0.0)):
-            messages, _ = env.reset(seed=0, options={"task_index": i})
-            assert p["prompt"] in messages[-1]["content"] and "def check" not in messages[-1]["content"]
-            step = {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [{"id": "c", "name": "submit", "arguments": {"code": p["prompt"] + body}}],
-            }
-            _, got, terminated, _, info = env.step(step)
-            assert terminated and got == reward, (p["task_id"], info)
-    env.close()
+    specs = load_specs(path, fields)
+    split_of = {spec.id: split for spec, (split, _) in zip(specs, task_splits(specs))}  # content splits
+    for split in sorted(set(split_of.values())):
+        env = rlgym_llm.make("rlgym/Code-v0", tasks=str(path), fields=fields, split=split)
+        for p in (p for p in problems if split_of[p["task_id"]] == split):
+            for body, reward in ((p["canonical_solution"], 1.0), ("    pass\n", 0.0)):
+                messages, _ = env.reset(seed=0, options={"task_id": p["task_id"]})
+                assert p["prompt"] in messages[-1]["content"] and "def check" not in messages[-1]["content"]
+                step = {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "c", "name": "submit", "arguments": {"code": p["prompt"] + body}}],
+                }
+                _, got, terminated, _, info = env.step(step)
+                assert terminated and got == reward, (p["task_id"], info)
+        env.close()

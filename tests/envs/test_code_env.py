@@ -4,10 +4,14 @@ import pytest
 
 import rlgym_llm
 from rlgym_agents.code import CodeOracleAgent
+from rlgym_envs.code.splits import task_splits
+from rlgym_envs.code.tasks import load_specs
 from rlgym_llm import ConfigError
 from rlgym_llm.sandbox import SandboxError
 
 WRONG_DIGIT_SUM = "def digit_sum(n):\n    return n % 10\n"  # right on 0 and 9 only
+# The content split of each shipped task: an env draws only from its own split's pool.
+SPLIT = {spec.id: split for spec, (split, _) in zip(load_specs("builtin"), task_splits(load_specs("builtin")))}
 
 
 def call(name, code, call_id="c1"):
@@ -20,7 +24,7 @@ def call(name, code, call_id="c1"):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/Code-v0")
+    env = rlgym_llm.make("rlgym/Code-v0", split=SPLIT["digit-sum"])  # the task most tests here use
     yield env
     env.close()
 
@@ -62,17 +66,19 @@ def test_errors_and_stderr_are_fed_back(env):
 
 
 def test_a_loop_times_out_per_case():
-    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=0.3)
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=0.3, split=SPLIT["digit-sum"])
     env.reset(seed=0, options={"task_id": "digit-sum"})
     text = env.step(call("run_examples", "def digit_sum(n):\n    while True: pass\n"))[0][0]["content"]
     assert text.count("TIMEOUT") == 2 and "time limit exceeded" in text
     env.close()
 
 
-def test_stdio_feedback_shows_expected_and_actual_output(env):
+def test_stdio_feedback_shows_expected_and_actual_output():
+    env = rlgym_llm.make("rlgym/Code-v0", split=SPLIT["sum-two"])
     env.reset(seed=0, options={"task_id": "sum-two"})
     text = env.step(call("run_examples", "a, b = map(int, input().split())\nprint(a - b)\n"))[0][0]["content"]
     assert "input:\n    1 2\n  expected output:\n    3\n  got:\n    -1" in text
+    env.close()
 
 
 def test_a_wrong_submission_ends_the_episode_with_the_pass_vector(env):
@@ -185,20 +191,25 @@ def test_a_user_task_file(tmp_path):
 @pytest.mark.docker
 def test_docker_backend_grades_a_handful_of_tasks():
     """Attacks on the docker backend: tests/envs/test_code_tampering.py under -m docker."""
-    env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker")
-    agent = CodeOracleAgent(env)
-    try:
-        for task_id in ("digit-sum", "merge-intervals", "word-break", "sum-two", "dijkstra"):
-            messages, info = env.reset(seed=0, options={"task_id": task_id})
-            agent.reset(messages, info)
-            while True:
-                messages, reward, terminated, truncated, info = env.step(agent.act(messages, info))
-                if terminated or truncated:
-                    break
-            assert reward == 1.0, (task_id, messages)
-        assert env.unwrapped.isolation["readable"] == []  # the package's task file is not in the container
-    finally:
-        env.close()
+    for split in ("train", "val", "test"):
+        env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker", split=split)
+        agent = CodeOracleAgent(env)
+        try:
+            for task_id in ("digit-sum", "merge-intervals", "word-break", "sum-two", "dijkstra"):
+                if SPLIT[task_id] != split:
+                    continue
+                messages, info = env.reset(seed=0, options={"task_id": task_id})
+                agent.reset(messages, info)
+                while True:
+                    messages, reward, terminated, truncated, info = env.step(agent.act(messages, info))
+                    if terminated or truncated:
+                        break
+                assert reward == 1.0, (task_id, messages)
+            env.reset(seed=0)
+            env.unwrapped._sandbox()
+            assert env.unwrapped.isolation["readable"] == []  # the package's task file is not in the container
+        finally:
+            env.close()
 
 
 @pytest.mark.docker

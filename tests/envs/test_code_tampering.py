@@ -17,11 +17,14 @@ import pytest
 
 import rlgym_llm
 from rlgym_envs.code.grading import harness_source, json_depth
+from rlgym_envs.code.splits import task_splits
 from rlgym_envs.code.tasks import load_specs, resolve_tasks
 from rlgym_llm.sandbox import SandboxError, make_sandbox
 from rlgym_llm.sandbox.sync import run_sync
 
 TASK_FILE = str(resolve_tasks("builtin").resolve())
+# The content split of each shipped task: an env draws only from its own split's pool.
+SPLIT = {spec.id: split for spec, (split, _) in zip(load_specs("builtin"), task_splits(load_specs("builtin")))}
 
 # Looks its own test up in the installed task file and returns the expected value.
 READ_TASK_FILE = f"""
@@ -111,7 +114,16 @@ STDIO_ATTACKS = {
 
 @pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
 def env(request):
-    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0, sandbox_backend=request.param)
+    """An env of digit-sum's split (the function task the attacks target)."""
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0, sandbox_backend=request.param, split=SPLIT["digit-sum"])
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def stdio_env(request):
+    """An env of sum-two's split (the stdio task the attacks target)."""
+    env = rlgym_llm.make("rlgym/Code-v0", test_timeout_s=2.0, sandbox_backend=request.param, split=SPLIT["sum-two"])
     yield env
     env.close()
 
@@ -134,8 +146,8 @@ def test_function_task_attack_earns_nothing(env, name):
 
 
 @pytest.mark.parametrize("name", sorted(STDIO_ATTACKS))
-def test_stdio_task_attack_earns_nothing(env, name):
-    reward, info = submit(env, "sum-two", STDIO_ATTACKS[name])
+def test_stdio_task_attack_earns_nothing(stdio_env, name):
+    reward, info = submit(stdio_env, "sum-two", STDIO_ATTACKS[name])
     assert reward == 0.0
     assert info["signals"]["tests"]["passed"] == 0, info["test_results"]
 
@@ -227,7 +239,9 @@ def test_the_reader_of_a_checkout_under_tmp_is_real_outside_the_box(checkout_und
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_hidden_tests_stay_hidden_whatever_the_callers_cwd(checkout_under_tmp, backend):
-    env = rlgym_llm.make("rlgym/Code-v0", tasks=checkout_under_tmp, test_timeout_s=2.0, sandbox_backend=backend)
+    env = rlgym_llm.make(
+        "rlgym/Code-v0", tasks=checkout_under_tmp, test_timeout_s=2.0, sandbox_backend=backend, split=SPLIT["digit-sum"]
+    )
     try:
         reward, info = submit(env, "digit-sum", reader_of(checkout_under_tmp))
         assert reward == 0.0 and info["signals"]["tests"]["passed"] == 0, info["test_results"]
@@ -266,7 +280,9 @@ print(json.dumps({"present": present, "site_packages": packages}))
 def test_a_leak_found_at_start_up_is_an_error(checkout_under_tmp):
     """A box that can read the task data (here: its folder exposed on purpose) refuses to grade at all."""
     folder = os.path.dirname(checkout_under_tmp)
-    env = rlgym_llm.make("rlgym/Code-v0", tasks=checkout_under_tmp, sandbox_options={"expose": [folder]})
+    env = rlgym_llm.make(
+        "rlgym/Code-v0", tasks=checkout_under_tmp, sandbox_options={"expose": [folder]}, split=SPLIT["digit-sum"]
+    )
     try:
         env.reset(seed=0, options={"task_id": "digit-sum"})
         call = {"id": "s", "name": "submit", "arguments": {"code": "def digit_sum(n):\n    return 0\n"}}

@@ -1,5 +1,7 @@
 """SWE-bench-style instances on the docker backend (`-m docker`; needs the daemon and rlgym-sandbox:py3)."""
 
+from dataclasses import replace
+
 import pytest
 
 import rlgym_llm
@@ -17,7 +19,8 @@ IDS = ("textkit-1", "intervals-1", "lrucache-2")
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    shipped = [i for i in builtin_instances() if i.id in IDS]
+    # The rows carry their own split (all train), so one env holds the three whatever their content split.
+    shipped = [replace(i, split="train") for i in builtin_instances() if i.id in IDS]
     path = export_jsonl(shipped, tmp_path_factory.mktemp("swebench"), image="rlgym-sandbox:py3")
     env = rlgym_llm.make("rlgym/SWE-v0", dataset=str(path), backend="docker", max_turns=6)
     yield env
@@ -117,14 +120,25 @@ def _first_per_project():
 
 
 @pytest.fixture(scope="module")
-def real_env():
-    env = rlgym_llm.make("rlgym/SWE-v0", backend="docker", max_turns=6, dense_signals=False)
-    yield env
-    env.close()
+def real_env_of():
+    """The env of an instance's content split (one env per split, made when first needed)."""
+    envs = {}
+
+    def env_of(instance_id):
+        make = lambda split: rlgym_llm.make(  # noqa: E731
+            "rlgym/SWE-v0", backend="docker", max_turns=6, dense_signals=False, split=split
+        )
+        split = (envs.get("train") or envs.setdefault("train", make("train"))).unwrapped.split_of_instance[instance_id]
+        return envs.get(split) or envs.setdefault(split, make(split))
+
+    yield env_of
+    for env in envs.values():
+        env.close()
 
 
 @pytest.mark.parametrize("instance_id", _first_per_project())
-def test_built_instances_resolve_with_gold_and_not_with_test_edits(real_env, instance_id):
+def test_built_instances_resolve_with_gold_and_not_with_test_edits(real_env_of, instance_id):
+    real_env = real_env_of(instance_id)
     reward, info = play(real_env, SWEOracleAgent(real_env), instance_id)
     assert reward == 1.0 and info["outcome"]["components"]["tampered"] == 0.0, info["outcome"]
     reward, info = play(real_env, TestEditingAgent(real_env), instance_id)

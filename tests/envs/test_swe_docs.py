@@ -24,6 +24,8 @@ def test_the_options_block_builds_an_env():
     exec(compile(options.replace("rlgym_llm.make(", "env = rlgym_llm.make(", 1), str(DOC), "exec"), namespace)
     env = namespace["env"]
     try:
-        assert len(env.unwrapped.instances) >= 100 and env.unwrapped.backend == "local"
+        assert len(env.unwrapped.split_of_instance) >= 100 and env.unwrapped.backend == "local"
+        train = [i for i, split in env.unwrapped.split_of_instance.items() if split == "train"]
+        assert [i.id for i in env.unwrapped.instances] == train  # the options block's split="train"
     finally:
         env.close()

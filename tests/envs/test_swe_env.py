@@ -7,8 +7,12 @@ import pytest
 import rlgym_llm
 from rlgym_envs.swe.env import MAX_REPORT_CHARS, NO_TOOL_CALL, SWEEnv
 from rlgym_envs.swe.instances import Instance, builtin_instances
+from rlgym_envs.swe.splits import instance_splits
 from rlgym_llm import AssistantTurn, ConfigError, ToolCall
 from rlgym_llm.core.types import signal_problems
+
+# The content split of each toy instance: an env draws only from its own split's pool.
+SPLIT = {i.id: split for i, (split, _) in zip(builtin_instances(), instance_splits(builtin_instances()))}
 
 
 def call(name, **arguments):
@@ -21,7 +25,14 @@ def content(messages):
 
 @pytest.fixture(scope="module")
 def env():
-    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")  # the train split: lrucache-2, intervals-2, pqueue-1
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def textkit_env():
+    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", split=SPLIT["textkit-1"])
     yield env
     env.close()
 
@@ -85,7 +96,7 @@ def test_same_seed_same_instance_and_instance_options(env):
     _, info = env.reset(options={"instance_id": "pqueue-1"})
     assert info["task_id"] == "pqueue-1"
     _, info = env.reset(options={"task_index": 0})
-    assert info["task_id"] == builtin_instances()[0].id
+    assert info["task_id"] == env.unwrapped.instances[0].id
     with pytest.raises(ValueError, match="not one of"):
         env.reset(options={"instance_id": "nope"})
 
@@ -185,10 +196,10 @@ def test_signals_follow_the_tree(env):
     assert info["signals"]["state_key"] == start_key  # back to the start: same state, same key
 
 
-def test_editing_the_tests_earns_nothing(env):
+def test_editing_the_tests_earns_nothing(textkit_env):
     """Make the failing test pass by rewriting it, and touch a source file so grading really runs."""
-    env.reset(options={"instance_id": "textkit-1"})
-    env.step(
+    textkit_env.reset(options={"instance_id": "textkit-1"})
+    textkit_env.step(
         call(
             "edit_file",
             path="tests/test_text.py",
@@ -196,32 +207,32 @@ def test_editing_the_tests_earns_nothing(env):
             new_str="pass",
         )
     )
-    env.step(call("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,'))
-    report = env.step(call("run_tests", selector="tests/test_text.py"))[0][0]["content"]
+    textkit_env.step(call("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,'))
+    report = textkit_env.step(call("run_tests", selector="tests/test_text.py"))[0][0]["content"]
     assert "failed" not in report and " passed in " in report  # the agent's own run is green...
-    _, reward, terminated, _, info = env.step(call("submit"))
+    _, reward, terminated, _, info = textkit_env.step(call("submit"))
     assert terminated and reward == 0.0  # ...but grading uses fresh test files
     assert info["outcome"]["components"]["fail_to_pass"] == 0.0
     assert info["outcome"]["components"]["pass_to_pass"] == 1.0
 
 
-def test_deleting_test_files_earns_nothing(env):
-    env.reset(options={"instance_id": "textkit-1"})
+def test_deleting_test_files_earns_nothing(textkit_env):
+    textkit_env.reset(options={"instance_id": "textkit-1"})
     source = next(i for i in builtin_instances() if i.id == "textkit-1").files["tests/test_text.py"]
-    env.step(call("edit_file", path="tests/test_text.py", old_str=source, new_str="\n"))
-    env.step(call("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,'))
-    _, reward, _, _, info = env.step(call("submit"))
+    textkit_env.step(call("edit_file", path="tests/test_text.py", old_str=source, new_str="\n"))
+    textkit_env.step(call("edit_file", path="textkit/text.py", old_str='"""Slugs,', new_str='"""Text: slugs,'))
+    _, reward, _, _, info = textkit_env.step(call("submit"))
     assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
 
 
-def test_disabling_assertions_earns_nothing(env):
+def test_disabling_assertions_earns_nothing(textkit_env):
     """Source code that disables assertions at import makes every test pass: the canaries pass too."""
-    env.reset(options={"instance_id": "textkit-1"})
+    textkit_env.reset(options={"instance_id": "textkit-1"})
     hack = "import unittest\nunittest.TestCase.assertEqual = lambda *args, **kwargs: None\n"
-    env.step(call("edit_file", path="textkit/__init__.py", old_str='"""Small', new_str=hack + '"""Small'))
-    report = env.step(call("run_tests"))[0][0]["content"]
+    textkit_env.step(call("edit_file", path="textkit/__init__.py", old_str='"""Small', new_str=hack + '"""Small'))
+    report = textkit_env.step(call("run_tests"))[0][0]["content"]
     assert "failed" not in report and " passed in " in report  # the hack works on the agent's own run
-    _, reward, _, _, info = env.step(call("submit"))
+    _, reward, _, _, info = textkit_env.step(call("submit"))
     assert reward == 0.0 and info["outcome"]["components"]["tampered"] == 1.0
     assert info["outcome"]["components"]["tests_passed"] == 0.0
 
@@ -246,6 +257,7 @@ def _instance(test_source: str, files=None) -> Instance:
         test_files={p: t for p, t in files.items() if p.startswith("tests/")},
         fail_to_pass=("tests/test_big.py::test_fails",),
         pass_to_pass=(),
+        split="train",  # the data's own split: a single instance could not be split by content
     )
 
 
@@ -336,7 +348,7 @@ def test_envs_in_threads_share_the_sandbox_loop():
     from concurrent.futures import ThreadPoolExecutor
 
     def episode(instance_id):
-        env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
+        env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", split=SPLIT[instance_id])
         try:
             env.reset(options={"instance_id": instance_id})
             inst = env.unwrapped.task

@@ -3,6 +3,11 @@
     env = rlgym_llm.make("rlgym/Code-v0")                                   # the shipped task set
     env = rlgym_llm.make("rlgym/Code-v0", tasks="my_tasks.jsonl", difficulty=[2, 3])
     env = rlgym_llm.make("rlgym/Code-v0", sandbox_backend="docker")
+    env = rlgym_llm.make("rlgym/Code-v0", split="test")                     # the held-out test pool
+
+Splits: a task belongs to one of `train`, `val`, `test` by its content (its problem statement, linked
+with any task graded by the same hidden tests: `rlgym_envs.code.splits`), so no prompt and no hidden
+test set of the `test` pool is ever drawn by a `train` or `val` env. The shipped 51 tasks split 27 / 14 / 10.
 
 Episode rules:
 - The opening is a system prompt naming the tools, then the task with its visible examples.
@@ -36,6 +41,7 @@ from typing import Any, ClassVar
 import pydantic
 
 from rlgym_envs.code.grading import CaseResult, feedback, probe_readable, run_cases
+from rlgym_envs.code.splits import task_splits
 from rlgym_envs.code.tasks import BUILTIN, KINDS, TaskSpec, load_specs, resolve_tasks, to_task
 from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
@@ -79,7 +85,10 @@ class CodeEnv(Env):
         tasks: a task file (format: `docs/code_env.md`) as JSONL, Parquet or a Hugging Face
             `datasets` folder, or `"builtin"` for the shipped set.
         fields: the data set's column for each task field, e.g. `{"prompt": "text"}`.
-        split: the split of a `datasets` folder that holds several (default: `train`).
+        split: the content pool, `train` (default), `val` or `test` (see the module docstring). A file
+            whose lines all carry `split` keeps its own assignment; otherwise its tasks are split by content.
+        dataset_split: the split to read from a `datasets` folder that holds several (default: its only
+            one, else `train`); its rows are then split into `split`'s pool like any file's.
         difficulty: a level in 1..3 or a list of levels to draw from (default: all).
         kinds: `function`, `stdio` or both (default: both).
         sandbox_backend: `local` (default) or `docker`.
@@ -90,8 +99,9 @@ class CodeEnv(Env):
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
 
-    `reset(options={"task_index": i})` or `{"task_id": "..."}` picks a task of the (filtered) set;
-    otherwise the env's RNG picks one.
+    `reset(options={"task_index": i})` or `{"task_id": "..."}` picks a task of the (filtered) pool, `tasks`
+    (`task_index` counts within it; a `task_id` of another split is refused); otherwise the env's RNG
+    picks one. `split_of_task` maps every task id of the file to its split.
     """
 
     tools: ClassVar[tuple[type[Tool], ...]] = (RunExamples, Submit)
@@ -101,7 +111,8 @@ class CodeEnv(Env):
         self,
         tasks: str | Path = BUILTIN,
         fields: Mapping[str, str] | None = None,
-        split: str | None = None,
+        split: str = "train",
+        dataset_split: str | None = None,
         difficulty: int | Sequence[int] | None = None,
         kinds: str | Sequence[str] | None = None,
         sandbox_backend: str = "local",
@@ -112,7 +123,7 @@ class CodeEnv(Env):
         max_tool_calls: int = 8,
         max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars, split=split)
         levels = None if difficulty is None else ([difficulty] if isinstance(difficulty, int) else list(difficulty))
         wanted_kinds = KINDS if kinds is None else ((kinds,) if isinstance(kinds, str) else tuple(kinds))
         problems = [f"kind {k!r} is not one of {list(KINDS)}" for k in wanted_kinds if k not in KINDS]
@@ -123,16 +134,25 @@ class CodeEnv(Env):
             problems.append(f"test_timeout_s must be positive, got {test_timeout_s!r}")
         if problems:
             raise ConfigError(problems)
-        specs = [
-            s
-            for s in load_specs(tasks, fields, split)
-            if s.kind in wanted_kinds and (levels is None or s.difficulty in levels)
-        ]
-        if not specs:
-            raise ConfigError([f"no task in {str(tasks)!r} matches difficulty={levels} and kinds={list(wanted_kinds)}"])
         source = "builtin" if str(tasks) == BUILTIN else resolve_tasks(tasks).name
-        self.specs: list[TaskSpec] = specs
-        self.tasks: list[Task] = [to_task(s, source) for s in specs]
+        every = load_specs(tasks, fields, dataset_split)
+        assigned = task_splits(every, where=source)  # over the whole file: a filter moves no task
+        self.split_of_task: dict[str, str] = {s.id: pool for s, (pool, _) in zip(every, assigned, strict=True)}
+        chosen = [
+            (s, key)
+            for s, (pool, key) in zip(every, assigned, strict=True)
+            if pool == split and s.kind in wanted_kinds and (levels is None or s.difficulty in levels)
+        ]
+        if not chosen:
+            in_split = sum(pool == split for pool, _ in assigned)
+            raise ConfigError(
+                [
+                    f"no task in {str(tasks)!r} matches difficulty={levels} and kinds={list(wanted_kinds)} in split "
+                    f"{split!r} ({in_split} of its {len(every)} tasks are in that split)"
+                ]
+            )
+        self.specs: list[TaskSpec] = [s for s, _ in chosen]
+        self.tasks: list[Task] = [to_task(s, source, key) for s, key in chosen]
         # What box code must never read: the task file and the installed env package (builtin data).
         package_dir = Path(__file__).resolve().parent
         self._secret_paths = [str(resolve_tasks(tasks).resolve()), str(package_dir / "tasks.py")]
@@ -223,13 +243,22 @@ class CodeEnv(Env):
         index, task_id = options.get("task_index"), options.get("task_id")
         if task_id is not None:
             ids = [t.id for t in self.tasks]
+            other = self.split_of_task.get(task_id, self.split) if isinstance(task_id, str) else self.split
+            if other != self.split:
+                raise ValueError(
+                    f"options['task_id'] {task_id!r} is a task of the {other!r} split, not of this env's "
+                    f"{self.split!r} split: make the env with split={other!r}"
+                )
             if task_id not in ids:
                 raise ValueError(f"options['task_id'] {task_id!r} is not a task of this env ({len(ids)} tasks)")
             index = ids.index(task_id)
         if index is None:
             index = int(self.np_random.integers(len(self.tasks)))
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.tasks):
-            raise ValueError(f"options['task_index'] must be an int in [0, {len(self.tasks)}), got {index!r}")
+            raise ValueError(
+                f"options['task_index'] must be an int in [0, {len(self.tasks)}) (the {self.split!r} split's "
+                f"tasks), got {index!r}"
+            )
         self._spec = self.specs[index]
         return self.tasks[index]
 

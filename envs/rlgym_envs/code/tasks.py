@@ -16,6 +16,8 @@ defines `check(candidate)` and asserts on the entry point's results (`grading.ru
 `prompt` is the code to complete (a signature and docstring). A HumanEval line loads as it is with
 `fields={"id": "task_id", "solution": "canonical_solution"}` (a line with `test` and no `kind` is a
 `check` task). `load_tasks` validates every line and names the file and line of any problem.
+An optional `split` (`train`, `val` or `test`) on every line keeps the file's own content split;
+without it the env splits the tasks by content (`rlgym_envs.code.splits`).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class TaskSpec(pydantic.BaseModel):
     solution: str | None = None
     compare: Literal["exact", "float", "unordered"] = "exact"
     timeout_s: float = pydantic.Field(default=2.0, gt=0, le=60)
+    split: Literal["train", "val", "test"] | None = None
 
     @pydantic.model_validator(mode="before")
     @classmethod
@@ -141,10 +144,12 @@ def call_text(entry: str, case: FunctionCase) -> str:
     return f"{entry}({', '.join(args)})"
 
 
-def to_task(spec: TaskSpec, source: str) -> Task:
-    """A `Task`: the rendered prompt; the reference solution as `answer`; hidden tests in `hidden`."""
+def to_task(spec: TaskSpec, source: str, key: str | None = None) -> Task:
+    """A `Task`: the rendered prompt; the reference solution as `answer`; hidden tests in `hidden`;
+    `key` its content key for splits (`rlgym_envs.code.splits`; default: the prompt)."""
     return Task(
         id=spec.id,
+        key=key,
         prompt=render_prompt(spec),
         answer=spec.solution,
         hidden={"tests": [c.model_dump() for c in spec.tests], "compare": spec.compare, "test": spec.test},
@@ -166,10 +171,12 @@ def resolve_tasks(tasks: str | Path) -> Path:
     return Path(tasks).expanduser()
 
 
-def load_specs(tasks: str | Path, fields: Mapping[str, str] | None = None, split: str | None = None) -> list[TaskSpec]:
+def load_specs(
+    tasks: str | Path, fields: Mapping[str, str] | None = None, dataset_split: str | None = None
+) -> list[TaskSpec]:
     """Read and validate a task file: JSONL, Parquet or a Hugging Face `datasets` folder, with
-    `fields` mapping a task field to the data set's column and `split` choosing a split
-    (`rlgym_llm.core.records.read_records`).
+    `fields` mapping a task field to the data set's column and `dataset_split` choosing the split of a
+    `datasets` folder that holds several (`rlgym_llm.core.records.read_records`).
 
     Raises:
         TaskFileError: the file is missing or empty, a line is not valid JSON or not a valid task, or
@@ -180,7 +187,7 @@ def load_specs(tasks: str | Path, fields: Mapping[str, str] | None = None, split
         raise TaskFileError(f"task file {str(path)!r} does not exist (pass {FORMATS}, or 'builtin')")
     specs: list[TaskSpec] = []
     seen: dict[str, int] = {}
-    for lineno, value in read_records(path, fields, split, error=TaskFileError):
+    for lineno, value in read_records(path, fields, dataset_split, error=TaskFileError):
         try:
             spec = TaskSpec.model_validate(value)
         except pydantic.ValidationError as e:

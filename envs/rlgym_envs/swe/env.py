@@ -3,6 +3,12 @@
     env = rlgym_llm.make("rlgym/SWE-v0")                                  # shipped instances, local sandbox
     env = rlgym_llm.make("rlgym/SWE-v0", dataset="tasks.jsonl", backend="docker")   # SWE-bench-style rows
     messages, info = env.reset(seed=0)        # or options={"instance_id": "lrucache-2"}
+    env = rlgym_llm.make("rlgym/SWE-v0", split="test")                    # the held-out test instances
+
+Splits: an instance belongs to one of `train`, `val`, `test` by its content (the buggy repository,
+linked with any instance sharing its gold fix or its issue text: `rlgym_envs.swe.splits`), so no
+issue and no bug of the `test` pool is ever drawn by a `train` or `val` env. The shipped sets split
+60 / 23 / 18 ("real") and 14 / 4 / 6 ("toy"); `split_by="repo"` splits whole repositories instead.
 
 Episode rules:
 - The opening is a system prompt naming the tools, then the issue text. The repository is the
@@ -45,6 +51,7 @@ from rlgym_envs.swe.grading import canary_test_files, screen_patch
 from rlgym_envs.swe.harness import TestHarness
 from rlgym_envs.swe.instances import Instance, builtin_instances, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import replacement_edits
+from rlgym_envs.swe.splits import SPLIT_BY, split_pool
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
 from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
@@ -117,6 +124,10 @@ class SWEEnv(Env):
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
         hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
             issue says what is wrong); grading still runs them.
+        split: the content pool, `train` (default), `val` or `test` (see the module docstring); a data
+            set whose instances all carry `split` keeps its own assignment. `instances` holds the pool;
+            `split_of_instance` maps every instance id of the data set to its split.
+        split_by: "instance" (default: each bug is a task) or "repo" (whole repositories per split).
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
     """
@@ -135,10 +146,12 @@ class SWEEnv(Env):
         test_timeout: float = 10.0,
         dense_signals: bool = True,
         hide_tests: bool = False,
+        split: str = "train",
+        split_by: str = "instance",
         max_tool_calls: int = 16,
         max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars, split=split)
         problems = []
         if backend not in BACKENDS:
             problems.append(f"unknown sandbox backend {backend!r}; choose one of {sorted(BACKENDS)}")
@@ -146,6 +159,8 @@ class SWEEnv(Env):
             problems.append(f"unknown tier {tier!r}; choose one of {list(TIERS)}")
         if not test_timeout > 0:
             problems.append(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
+        if split_by not in SPLIT_BY:
+            problems.append(f"split_by must be one of {list(SPLIT_BY)}, got {split_by!r}")
         if problems:
             raise ConfigError(problems)
         if dataset is None and tier == "toy":
@@ -156,14 +171,11 @@ class SWEEnv(Env):
             instances = load_instances(BUILT_SET if dataset is None else dataset)
         else:
             instances = list(dataset)
-        if instance_ids is not None:
-            known = {i.id for i in instances}
-            unknown = [i for i in instance_ids if i not in known]
-            if unknown:
-                raise ConfigError([f"unknown instance id {i!r}; known: {sorted(known)}" for i in unknown])
-            instances = [i for i in instances if i.id in set(instance_ids)]
         if not instances:
             raise ConfigError(["the SWE env needs at least one instance"])
+        pool = split_pool(instances, split, split_by, instance_ids)  # a filter never moves an instance
+        self.split_of_instance, self._keys = pool.split_of, pool.keys
+        instances = list(pool.instances)
         if hide_tests:
             instances = [hide_fail_to_pass(i) for i in instances]
         self.instances = tuple(instances)
@@ -205,19 +217,30 @@ class SWEEnv(Env):
     def sample_task(self, options: Mapping[str, Any]) -> Task:
         if "instance_id" in options:
             by_id = {i.id: i for i in self.instances}
-            if options["instance_id"] not in by_id:
-                raise ValueError(f"options['instance_id'] {options['instance_id']!r} is not one of {sorted(by_id)}")
-            inst = by_id[options["instance_id"]]
+            instance_id = options["instance_id"]
+            other = self.split_of_instance.get(instance_id, self.split) if isinstance(instance_id, str) else self.split
+            if other != self.split:
+                raise ValueError(
+                    f"options['instance_id'] {instance_id!r} is an instance of the {other!r} split, not of this "
+                    f"env's {self.split!r} split: make the env with split={other!r}"
+                )
+            if instance_id not in by_id:
+                raise ValueError(f"options['instance_id'] {instance_id!r} is not one of {sorted(by_id)}")
+            inst = by_id[instance_id]
         elif "task_index" in options:
             index = options["task_index"]
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.instances):
-                raise ValueError(f"options['task_index'] must be an int in [0, {len(self.instances)}), got {index!r}")
+                raise ValueError(
+                    f"options['task_index'] must be an int in [0, {len(self.instances)}) (the {self.split!r} "
+                    f"split's instances), got {index!r}"
+                )
             inst = self.instances[index]
         else:
             inst = self.instances[int(self.np_random.integers(len(self.instances)))]
         self._instance = inst
         return Task(
             id=inst.id,
+            key=self._keys[inst.id],
             prompt=inst.problem_statement,
             answer=inst.gold_patch,
             hidden={

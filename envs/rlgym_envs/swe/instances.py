@@ -47,6 +47,8 @@ class Instance:
         image: the docker image to run the instance in (None: the backend's default).
         python_path: repository folders put on `sys.path` besides its root (e.g. `src` layouts).
         license: the repository's license (SPDX id), for instances built from real projects.
+        split: the content split the data assigns (`train`, `val` or `test`); None: the env splits by
+            content (`rlgym_envs.swe.splits`).
     """
 
     id: str
@@ -60,6 +62,7 @@ class Instance:
     image: str | None = None
     python_path: tuple[str, ...] = ()
     license: str | None = None
+    split: str | None = None
 
     @property
     def tests(self) -> tuple[str, ...]:

@@ -9,7 +9,8 @@ One JSON object per line:
      "PASS_TO_PASS": ["tests/test_parse.py::TestParse::test_ascii"],
      "image": "rlgym-sandbox:py3",           # optional: docker image to run this instance in
      "test_patch": "diff --git ...",         # optional: hidden tests, applied only for grading
-     "patch": "diff --git ..."}              # optional: the gold fix (for oracles and checks)
+     "patch": "diff --git ...",              # optional: the gold fix (for oracles and checks)
+     "split": "train"}                       # optional: train, val or test (on every row, or on none)
 
 Rows the task factory builds (`rlgym_envs.swe.factory`) carry `source` instead of a directory: a
 pinned sdist (`{"requirement": "toolz==1.0.0", "sha256": ..., "root": "toolz-1.0.0"}`, fetched and
@@ -34,6 +35,7 @@ from rlgym_envs.swe.sources import fetch_sdist
 from rlgym_envs.swe.toolchain import ToolchainError
 from rlgym_llm.core.errors import ConfigError, DataFileError
 from rlgym_llm.core.jsonl import read_jsonl
+from rlgym_llm.core.splits import SPLITS
 
 
 def _test_list(row: Mapping[str, Any], key: str, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -91,6 +93,9 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
     for key in ("test_patch", "patch", "bug_patch"):
         if row.get(key) is not None and not isinstance(row.get(key), str):
             problems.append(f"{where}: {key} must be a unified diff string")
+    split = row.get("split")
+    if split is not None and split not in SPLITS:
+        problems.append(f"{where}: split must be one of {list(SPLITS)}, got {split!r}")
     if problems:
         raise ConfigError(problems)
     assert isinstance(instance_id, str) and isinstance(statement, str)
@@ -133,6 +138,7 @@ def instance_from_row(row: Mapping[str, Any], base: Path, where: str = "row") ->
         image=image,
         python_path=tuple(python_path),
         license=row.get("license") if isinstance(row.get("license"), str) else None,
+        split=split,
     )
 
 
@@ -219,6 +225,8 @@ def export_jsonl(instances: Sequence[Instance], out_dir: str | Path, image: str 
             row["patch"] = inst.gold_patch
         if image or inst.image:
             row["image"] = image or inst.image
+        if inst.split is not None:
+            row["split"] = inst.split
         rows.append(row)
     jsonl = out / "tasks.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
