@@ -9,11 +9,12 @@ The claim (formerly the slow test tests/train/test_learning.py): from one shared
 grpo, turn_grpo, gated, igpo, spa and gigpo raises held-out success by at least `MARGIN` in 12 RL
 steps. Protocol, through the product's code path:
 1. `rlgym sft` with the default config (configs/env_train/counter.yaml: 200 steps on 512 episodes of
-   the noisy teacher, half of its turns idle), held-out success on 96 tasks after it; its clone
+   the noisy teacher, half of its turns idle), held-out success on 96 held-out episodes after it; its clone
    should fail often (`WARM_BAND`), so RL has room to improve.
 2. per method and seed: `rlgym train credit=<method> sft.init=<that warm-up> trainer.steps=12
-   trainer.eval_tasks=96`, held-out success on the same 96 tasks and sampling seeds before and after
-   RL, so the gain differs only by the weights.
+   trainer.eval_tasks=96`, held-out success on the same 96 held-out seeds (one episode each) and sampling seeds before and after
+   RL, so the gain differs only by the weights. The 96 episodes are of few distinct tasks (Counter's
+   targets); the report states how many.
 Beside the gain: the turns per episode over the first and the last 3 steps (the policy should stop
 wasting turns) and the updates done in the first 3 steps. The comparison between the methods, with
 seeds as the unit, is run.py's (`make bench-learning`).
@@ -33,10 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
+from run import RESULTS, ROOT, _run, heldout_scope, heldout_size, is_complete, stop_on_signal
 
 METHODS = ("grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo")
-MARGIN = 0.12  # at 96 held-out tasks one standard error of a success rate is at most 0.05
+# at 96 held-out episodes one binomial standard error of a success rate is at most 0.05 (Counter's
+# targets are few, so the episodes are of few distinct tasks: the report states how many)
+MARGIN = 0.12
 WARM_BAND = (0.2, 0.7)  # held-out success of the warm-up's clone
 
 
@@ -146,6 +149,7 @@ def collect(b: Budget, seeds: list[int]) -> list[dict]:
                     "updates_first3": sum(not r["skipped_update"] for r in early),
                     "updates": sum(not r["skipped_update"] for r in records),
                     "wall_s": summary["total_wall_s"],
+                    **heldout_size(summary),
                 }
             )
     return runs
@@ -179,14 +183,15 @@ def write(b: Budget, runs: list[dict], command: str) -> Path:
         f"Warm-up: `{_shown(sft_cmd(b))}`"
         + (
             f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f}): held-out success {warm:.3f} on"
-            f" {sft['held_out_tasks']} tasks ({'inside' if low < warm < high else 'OUTSIDE'} the band"
+            f" {_sft_scope(sft)} ({'inside' if low < warm < high else 'OUTSIDE'} the band"
             f" {low}-{high} where RL has room to improve)."
             if warm is not None
             else " (not run yet)."
         ),
         "",
         f"Each run: `{_shown(train_cmd(b, '<method>', 0))}`; held-out success on the same"
-        f" {b.eval_tasks} tasks and sampling seeds before and after the {b.steps} RL steps. A run passes when it"
+        f" {b.eval_tasks} held-out seeds (one episode each) and sampling seeds before and after the {b.steps} RL"
+        f" steps: {heldout_scope(runs) if runs else 'no finished run yet'}. A run passes when it"
         f" gains at least {MARGIN}; a method when all of its runs pass.",
         "",
         "| method | seed | held-out before | after | gain | passes | turns/episode, first 3 steps | last 3 steps"
@@ -203,6 +208,14 @@ def write(b: Budget, runs: list[dict], command: str) -> Path:
     path = out / f"{b.name}.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def _sft_scope(sft: dict) -> str:
+    """The warm-up's held-out measure: its distinct tasks and episodes (before the count, `held_out_tasks`
+    held the episodes)."""
+    if "held_out_episodes" not in sft:
+        return f"{sft['held_out_tasks']} episodes (distinct tasks not recorded)"
+    return f"{sft['held_out_tasks']} distinct tasks ({sft['held_out_episodes']} episodes)"
 
 
 def _word(passed: bool | None) -> str:

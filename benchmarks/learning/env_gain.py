@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
+from run import RESULTS, ROOT, _run, heldout_scope, heldout_size, is_complete, stop_on_signal
 
 RUNS = ROOT / "runs" / "learning" / "gain"
 # each setup's config overrides (an env's shipped tier, or an experiment preset) and its torch threads
@@ -159,6 +159,7 @@ def collect(env: str, seeds: list[int], steps: int | None = None) -> list[dict]:
             "cpu_s": float(cpu.read_text()) if cpu.exists() else None,
             # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
             "heldout_failed": [summary["before"].get("failed", 0), summary["after"].get("failed", 0)],
+            **heldout_size(summary),
         }
     return [kept[s] for s in sorted(kept)]
 
@@ -208,6 +209,11 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         + (f", with a smaller budget: `{' '.join(budget(steps))}`" if steps else "")
         + ". Held-out success is on the same tasks and sampling seeds"
         " before and after RL; the seed is the unit (`rlgym_llm.eval.paired_seed_comparison`).",
+        "",
+        f"Held-out measure: {heldout_scope(runs)} (one sampled episode per held-out seed; seeds that drew the"
+        " same task are one task)."
+        if runs
+        else "Held-out measure: no finished run yet.",
         "",
     ]
     doc = DOCS.get(env, env)

@@ -272,6 +272,34 @@ def train_cmd(spec: EnvSpec, method: str, seed: int) -> list[str]:
     ]
 
 
+def heldout_size(summary: dict) -> dict[str, int | None]:
+    """A run's held-out measure (its `summary.json`): the distinct tasks its episodes drew (seeds that
+    drew the same task count once) and its episodes, failed ones included; None for a run that
+    predates the counts (`rlgym_llm.train.loop.evaluate`)."""
+    measures = [m for m in (summary.get("before"), summary.get("after")) if m and "tasks" in m]
+    if not measures:
+        return {"heldout_tasks": None, "heldout_episodes": None}
+    m = measures[0]
+    return {
+        "heldout_tasks": max(int(x["tasks"]) for x in measures),
+        "heldout_episodes": int(m["episodes"] + m["failed"]),
+    }
+
+
+def heldout_scope(runs: list[dict]) -> str:
+    """'5 distinct tasks, 96 episodes per run': the held-out measure's size over runs (values joined
+    by '/' where runs differ), and how many runs predate the counts."""
+    counted = [r for r in runs if r.get("heldout_tasks") is not None]
+    if not counted:
+        return "distinct tasks not recorded (the runs predate the count)"
+    tasks = "/".join(str(n) for n in sorted({r["heldout_tasks"] for r in counted}))
+    episodes = "/".join(str(n) for n in sorted({r["heldout_episodes"] for r in counted}))
+    missing = len(runs) - len(counted)
+    return f"{tasks} distinct tasks, {episodes} episodes per run" + (
+        f" ({missing} of {len(runs)} runs predate the count)" if missing else ""
+    )
+
+
 def is_complete(path: Path, steps: int) -> bool:
     metrics = path / "metrics.jsonl"
     if not (path / "summary.json").exists() or not metrics.exists():
@@ -359,6 +387,7 @@ def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
         "cpu_s": float(cpu.read_text()) if (cpu := path.with_suffix(".cpu")).exists() else None,
         # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
         "heldout_failed": sum((summary.get(k) or {}).get("failed", 0) for k in ("before", "after")),
+        **heldout_size(summary),
     }
 
 
@@ -485,6 +514,8 @@ def report(envs: list[str]) -> dict:
         # the warm-up's calibration: held-out success at step 0, before RL (one value per run)
         start = [r["heldout"][0][1] for rs in runs.values() for r in rs if r.get("heldout") and r["heldout"][0][0] == 0]
         env_out["heldout_after_warmup"] = {"mean": float(np.mean(start)), "n": len(start)} if start else None
+        finished = [r for rs in runs.values() for r in rs]
+        env_out["heldout_scope"] = heldout_scope(finished) if finished else None
         out["envs"][name] = env_out
     # envs not regenerated this time keep their stored results (a report of some envs drops none)
     for name, env_out in stored.get("envs", {}).items():
@@ -608,7 +639,8 @@ def write(results: dict, command: str) -> None:
         lines += [
             "## Paper claims on the testbeds",
             "",
-            "Primary metric: held-out success after RL (32 held-out tasks, sampled at temperature 1), paired over",
+            "Primary metric: held-out success after RL (32 held-out episodes, one per held-out seed, sampled at",
+            "temperature 1; seeds that drew the same task are one task: each testbed's section states its distinct tasks), paired over",
             "seeds: diff [bootstrap 95% CI] (paired t 95%). `reproduced`: both intervals above 0; `reversed`: both",
             "below; else `not reproduced`. Collapse: held-out success after RL below half of its start. CPU:",
             "user + system seconds of one run's process (a warm-up is shared and not counted; SPA's exploration",
@@ -638,6 +670,8 @@ def write(results: dict, command: str) -> None:
         sft = env.get("sft_summary") or {}
         loss = f" (loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f})" if sft else ""
         lines += [f"warm-up: `{' '.join(env['sft'])}`{loss}.", ""]
+        if env.get("heldout_scope"):
+            lines += [f"Held-out measure: {env['heldout_scope']} (one sampled episode per held-out seed).", ""]
         if env.get("heldout_after_warmup"):
             w = env["heldout_after_warmup"]
             lines += [

@@ -130,10 +130,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"\nrlgym train: {cfg.env.id}, credit={cfg.credit.method}, {summary['steps']} RL steps{resumed}")
     if summary.get("sft"):
         print(f"  SFT warm-up: {summary['sft']['steps']} steps on {summary['sft']['episodes']} oracle episodes")
-    print(
-        f"  held-out success ({cfg.trainer.eval_tasks} tasks): before RL {fmt(summary['before'])}, "
-        f"after {fmt(summary['after'])}"
-    )
+    scope = held_out_scope([summary["before"], summary["after"]], cfg.trainer.eval_tasks)
+    print(f"  held-out success ({scope}): before RL {fmt(summary['before'])}, after {fmt(summary['after'])}")
     updates = summary["updates"]
     why = ", ".join(f"{reason}: {n}" for reason, n in updates["skip_reasons"].items())
     print(f"  updates: {updates['done']} done, {updates['skipped']} skipped" + (f" ({why})" if why else ""))
@@ -154,6 +152,14 @@ def run_train(args: argparse.Namespace) -> int:
     curve = summary["curve"] or "(no curve)"
     print(f"  outputs: {out / 'metrics.jsonl'}, {out / 'checkpoints'}, {curve}, {out / 'summary.json'}")
     return 0
+
+
+def held_out_scope(measures: list[dict[str, Any] | None], episodes: int) -> str:
+    """'5 distinct tasks, 96 episodes': the held-out measure's size, with the distinct tasks its episodes
+    drew (seeds that drew the same task count once) where a measure counted them."""
+    tasks = [int(m["tasks"]) for m in measures if m and "tasks" in m]
+    counted = f"{max(tasks)} distinct task{'s' * (max(tasks) != 1)}, " if tasks else ""
+    return f"{counted}{episodes} episode{'s' * (episodes != 1)}"
 
 
 def interrupted(cfg: Any) -> str:
@@ -200,8 +206,8 @@ def run_sft(args: argparse.Namespace) -> int:
     print(f"rlgym sft: {cfg.env.id}, {result['steps']} steps on {result['episodes']} oracle episodes")
     if result["success_before"] is not None:
         print(
-            f"  held-out success ({result['held_out_tasks']} tasks): before {result['success_before']:.3f}, "
-            f"after {result['success_after']:.3f}"
+            f"  held-out success ({held_out_scope([{'tasks': result['held_out_tasks']}], result['held_out_episodes'])}): "
+            f"before {result['success_before']:.3f}, after {result['success_after']:.3f}"
         )
     print(f"  model: {result['model']}  ({result['seconds']:.0f} s)")
     return 0

@@ -2,10 +2,11 @@
 and seed-level comparisons of learning runs (`paired_seed_comparison`).
 
 NumPy only. Scores are arranged as a `(runs, tasks)` matrix, as in Agarwal et al. 2021, "Deep RL at the
-Edge of the Statistical Precipice" (the `rliable` library): a column holds one task's independent runs
-(in `rlgym eval`, the n samples of the task; in a learning benchmark, the training seeds). Interval
-estimates come from a stratified bootstrap that resamples runs *within each task* and takes percentiles
-of the bootstrap distribution.
+Edge of the Statistical Precipice" (the `rliable` library): a column holds one task's independent runs.
+`interval_estimate` takes percentiles of a stratified bootstrap that resamples runs *within each task*
+(the tasks held fixed). `unit_interval_estimate` resamples whole units instead, one score each: `rlgym
+eval` makes the distinct task the unit (its samples pooled into one score), so the interval of 64
+episodes of 5 distinct tasks is that of 5 scores.
 
     >>> round(pass_at_k(n=10, c=3, k=2), 6)  # 1 - C(7, 2) / C(10, 2) = 1 - 21/45
     0.533333
@@ -150,6 +151,57 @@ def interval_estimate(
     alpha = 1.0 - confidence
     low, high = np.percentile(replicates, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return Interval(float(statistic(x)), float(low), float(high), confidence)
+
+
+def unit_bootstrap(
+    values: Sequence[float] | np.ndarray,
+    statistic: Statistic,
+    reps: int = 2000,
+    seed: int | None = 0,
+    chunk: int = 1000,
+) -> np.ndarray:
+    """Bootstrap replicates of `statistic`, resampling whole units (one score each) with replacement.
+
+    The unit is what the samples are not independent within: in an evaluation, a distinct task (its
+    samples, from however many seeds drew it, are pooled into one score first). The scores are read
+    as a `(1, units)` matrix, so `mean` and `iqm` apply unchanged. Replicate r draws its `units`
+    indices as row r of `rng.integers(0, units, size=(reps, units))`.
+
+    Args:
+        values: one score per unit.
+        statistic: maps `(..., 1, units)` to `(...)`.
+        reps, seed, chunk: as in `stratified_bootstrap`.
+    """
+    x = _matrix(np.asarray(values, dtype=np.float64).reshape(1, -1))[0]
+    rng = np.random.default_rng(seed)
+    out = np.empty(reps, dtype=np.float64)
+    for start in range(0, reps, chunk):
+        size = min(chunk, reps - start)
+        rows = rng.integers(0, x.size, size=(size, x.size))  # (size, units): whole units, with replacement
+        out[start : start + size] = statistic(x[rows][:, None, :])
+    return out
+
+
+def unit_interval_estimate(
+    values: Sequence[float] | np.ndarray,
+    statistic: Statistic = mean,
+    reps: int = 2000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> Interval:
+    """`statistic` of one score per unit with a percentile bootstrap CI that resamples units.
+
+    With n units the interval reflects n, however many samples each unit pooled: 64 episodes of 5
+    distinct tasks give the interval of 5 task scores. With few units (under ~10) a percentile
+    bootstrap undercovers, and one unit gives a zero-width interval that says nothing of other units.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    x = np.asarray(values, dtype=np.float64).reshape(1, -1)
+    replicates = unit_bootstrap(x[0], statistic, reps=reps, seed=seed)
+    alpha = 1.0 - confidence
+    low, high = np.percentile(replicates, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return Interval(float(statistic(_matrix(x))), float(low), float(high), confidence)
 
 
 def _matrix(scores: np.ndarray) -> np.ndarray:

@@ -25,7 +25,9 @@ def _pyplot() -> Any:
 
 
 def _label(result: EvalResult) -> str:
-    return f"{result.policy} ({result.env_id})" if result.policy else result.env_id
+    """Names the result and its counts: distinct tasks are the unit, episodes are not."""
+    name = f"{result.policy} ({result.env_id})" if result.policy else result.env_id
+    return f"{name}: {result.scope}"
 
 
 def plot_pass_at_k(results: Sequence[EvalResult], path: str | os.PathLike) -> Path:
@@ -45,7 +47,8 @@ def plot_pass_at_k(results: Sequence[EvalResult], path: str | os.PathLike) -> Pa
     ax.set_xlabel("k (attempts)")
     ax.set_ylabel("pass@k (unbiased estimator)")
     n = ", ".join(sorted({str(r.samples) for r in results}))
-    ax.set_title(f"pass@k, n = {n} samples per task" + (" (grey: single tasks)" if len(results) == 1 else ""))
+    # the legend names each result with its distinct tasks and episodes
+    ax.set_title(f"pass@k, n = {n} samples per seed" + (" (grey: single tasks)" if len(results) == 1 else ""))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
@@ -59,13 +62,13 @@ def plot_scores(result: EvalResult, path: str | os.PathLike) -> Path:
     """Three panels: per-task success rates, episode rewards, and the aggregates with their CIs."""
     plt = _pyplot()
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 3.8), dpi=120)
-    n = result.samples
-    counts = np.bincount([sum(t.successes) for t in result.tasks], minlength=n + 1)  # tasks with c successes
-    a.bar(np.arange(n + 1) / n, counts, width=0.8 / max(n, 1), color="tab:blue")
+    n = max(len(t.successes) for t in result.tasks)  # a task drawn by several seeds has more samples
+    rates, freq = np.unique(np.round([t.success_rate for t in result.tasks], 6), return_counts=True)
+    a.bar(rates, freq, width=0.8 / max(n, 1), color="tab:blue")  # distinct tasks per success rate
     a.set_xlim(-0.6 / max(n, 1), 1 + 0.6 / max(n, 1))
-    a.set_xlabel(f"success rate of a task (c / {n})")
-    a.set_ylabel("tasks")
-    a.set_title(f"per-task success ({len(result.tasks)} tasks)")
+    a.set_xlabel("success rate of a distinct task (c / n)")
+    a.set_ylabel("distinct tasks")
+    a.set_title(f"per-task success ({result.num_tasks} distinct tasks)")
 
     rewards = np.concatenate([t.rewards for t in result.tasks])
     values, freq = np.unique(np.round(rewards, 6), return_counts=True)
@@ -92,7 +95,7 @@ def plot_scores(result: EvalResult, path: str | os.PathLike) -> Path:
     for x, e in enumerate(ests):
         c.annotate(f"{e.point:.2f}", (x, e.high), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
     c.set_ylim(0, max(1.05, float(max(e.high for e in ests)) * 1.15))
-    c.set_title(f"aggregates, {round(100 * ests[0].confidence)}% stratified-bootstrap CIs")
+    c.set_title(f"aggregates, {round(100 * ests[0].confidence)}% CIs over {result.num_tasks} distinct tasks")
     fig.suptitle(_label(result), fontsize=10)
     fig.tight_layout()
     out = Path(path)

@@ -1,4 +1,8 @@
-"""Write an evaluation to disk: `eval.json` (every number), `report.md` (tables + plots) and the PNG plots."""
+"""Write an evaluation to disk: `eval.json` (every number), `report.md` (tables + plots) and the PNG plots.
+
+Every file states the distinct tasks next to the episodes: the distinct task is the unit of the
+statistics (`rlgym_llm.eval.runner`), so a report over 5 distinct tasks never reads like one over 64.
+"""
 
 from __future__ import annotations
 
@@ -48,13 +52,19 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
     lines = [f"# Evaluation: {result.policy or 'policy'} on {result.env_id}", ""]
     if command:
         lines += ["Regenerate with:", "", "```bash", command, "```", ""]
+    note = result.few_tasks_note()
     lines += [
-        f"{len(result.tasks)} held-out tasks x {result.samples} samples = {result.episodes} episodes; "
+        f"**{result.scope}** ({result.provenance()}); "
         f"temperature {cfg.get('temperature', '?')}, max {cfg.get('max_turns', '?')} turns, "
         f"{cfg.get('max_tokens', '?')} tokens per turn; success = reward >= {cfg.get('success_threshold', 1.0)}. "
         f"Failed episodes: {result.failed_episodes} (scored 0).",
         "",
-        f"## Aggregates ({pct}% stratified-bootstrap CIs, {cfg.get('bootstrap', {}).get('reps', '?')} resamples)",
+        *([f"Note: {note}.", ""] if note else []),
+        f"## Aggregates ({pct}% bootstrap CIs over the {result.num_tasks} distinct tasks, "
+        f"{cfg.get('bootstrap', {}).get('reps', '?')} resamples)",
+        "",
+        "Each distinct task is scored first (its success rate, its mean reward), then the scores are aggregated;",
+        "the intervals resample distinct tasks.",
         "",
         "| metric | estimate | CI low | CI high |",
         "|---|---|---|---|",
@@ -67,13 +77,19 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
     ]:
         lines.append(f"| {name} | {est.point:.3f} | {est.low:.3f} | {est.high:.3f} |")
     ks = sorted(result.pass_at_k)
+    ci = result.pass_at_k_ci
     lines += [
         "",
-        "## pass@k (unbiased estimator, mean over tasks)",
+        f"## pass@k (unbiased estimator, mean over the {result.num_tasks} distinct tasks)",
         "",
-        "| " + " | ".join(f"k={k}" for k in ks) + " |",
-        "|" + "---|" * len(ks),
-        "| " + " | ".join(f"{result.pass_at_k[k]:.3f}" for k in ks) + " |",
+        "| | " + " | ".join(f"k={k}" for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
+        "| pass@k | " + " | ".join(f"{result.pass_at_k[k]:.3f}" for k in ks) + " |",
+        *(
+            [f"| {pct}% CI | " + " | ".join(f"[{ci[k].low:.3f}, {ci[k].high:.3f}]" for k in ks) + " |"]
+            if all(k in ci for k in ks)
+            else []
+        ),
         "",
     ]
     if plots:
@@ -90,17 +106,18 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
         f"{int(st.get('turns', 0))} turns in {st.get('wall_s', 0.0):.1f} s "
         f"({st.get('episodes_per_s', 0.0):.2f} episodes/s, {st.get('tokens_per_s', 0.0):.0f} generated tokens/s).",
         "",
-        "## Per task",
+        f"## Per distinct task ({result.num_tasks})",
         "",
-        f"| seed | task | successes | mean reward | mean turns | pass@{ks[-1]} | failures |",
+        f"| seeds | task | successes | mean reward | mean turns | pass@{ks[-1]} | failures |",
         "|---|---|---|---|---|---|---|",
     ]
     for t in result.tasks:
         turns = sum(t.turns) / max(len(t.turns), 1)
         fails = "; ".join(sorted(set(t.failures))) or "-"
         task = (t.task_id or "-").replace("|", "\\|")  # a pipe would split the table cell
+        seeds = ", ".join(str(s) for s in t.seeds or [t.seed])
         lines.append(
-            f"| {t.seed} | {task} | {sum(t.successes)}/{len(t.successes)} | "
+            f"| {seeds} | {task} | {sum(t.successes)}/{len(t.successes)} | "
             f"{sum(t.rewards) / len(t.rewards):.3f} | {turns:.1f} | {t.pass_at_k(ks[-1]):.3f} | {fails} |"
         )
     return "\n".join(lines) + "\n"

@@ -1,15 +1,19 @@
-"""Evaluate a policy on an env's held-out tasks: n sampled episodes per task, then statistics.
+"""Evaluate a policy on an env's held-out tasks: n sampled episodes per seed, then statistics per task.
 
     result = evaluate("rlgym/Math-v0", agent, policy, seeds=range(1_000_000, 1_000_032), samples=8)
     print(result.success, result.pass_at_k)       # mean success with its CI; {1: ..., 2: ..., 8: ...}
+    print(result.num_tasks, result.episodes)      # distinct tasks (<= 32: seeds may draw the same one), 256
 
 Episodes run through the `RolloutManager` (concurrent, sandboxed where the env runs code, every
 failure classified and recorded). A failed episode is data, not a crash: it scores 0 (the reward of
 an episode that never finished) and is counted per failure class, so a flaky engine shows up in the
 report instead of silently shrinking the sample.
 
-The score matrix is `(samples, tasks)`: sample i of every task is one "run" in the sense of Agarwal
-et al. 2021, and the stratified bootstrap resamples samples within each task.
+The distinct task is the unit. Seeds are not tasks: two seeds may draw the same task (the same content,
+`Task.content_key()`, which the rollout manager records hashed, and the same task id: `task_key`), and
+their samples are pooled into one task, as pass@k pools n samples of one task. Every statistic first scores each distinct task (its
+success rate, mean reward, pass@k) and then aggregates those scores; the confidence intervals resample
+distinct tasks (`metrics.unit_interval_estimate`), so 64 episodes of 5 distinct tasks read as 5 units.
 """
 
 from __future__ import annotations
@@ -27,24 +31,29 @@ from rlgym_llm.core.types import Trajectory
 from rlgym_llm.eval import metrics
 from rlgym_llm.eval.metrics import Interval
 from rlgym_llm.rollout.errors import check_failures
-from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager, TaskRef
+from rlgym_llm.rollout.manager import SPLIT_KEY, Agent, RolloutConfig, RolloutManager, TaskRef, task_key
 from rlgym_llm.rollout.policy import EpisodePolicy, Policy
 from rlgym_llm.rollout.store import TrajectoryWriter
 
 DEFAULT_KS = (1, 2, 4, 8, 16, 32, 64, 128)
+FEW_TASKS = 10
+"""Below this many distinct tasks, summaries warn that the intervals undercover."""
 
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One task's n episodes.
+    """One distinct task's episodes: the samples of every seed that drew it, pooled.
 
     Args:
-        seed: the reset seed that selects the task.
+        seed: the first reset seed that drew the task.
         task_id: the env's id for it.
         rewards: each sample's final reward (0.0 for a failed episode).
         successes: each sample's success (reward >= the threshold, and not failed).
         failures: `kind: error_type` of each failed sample (empty if none failed).
         turns: assistant turns per sample.
+        seeds: every reset seed that drew the task, in order (the samples are theirs, seed by seed).
+        key: what makes it one task (`rlgym_llm.rollout.manager.task_key`: `<content hash>/<task id>`,
+            else `id:<task id>`, else `seed:<seed>`); empty in results saved before it was recorded.
     """
 
     seed: int
@@ -53,6 +62,8 @@ class TaskResult:
     successes: list[bool]
     failures: list[str] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    key: str = ""
 
     @property
     def success_rate(self) -> float:
@@ -66,20 +77,26 @@ class TaskResult:
 class EvalResult:
     """Everything `rlgym eval` reports (JSON-serialisable through `to_dict`).
 
+    Every aggregate weighs each distinct task once and carries a percentile bootstrap CI that resamples
+    distinct tasks (`metrics.unit_interval_estimate`).
+
     Args:
         env_id: the env evaluated.
         policy: a label for the policy (model name or path).
-        samples: n, episodes per task.
-        tasks: per-task results, in seed order.
-        success: mean success over all episodes, with a stratified-bootstrap CI.
-        reward_mean: mean final reward, with CI.
-        reward_iqm: interquartile mean of final rewards, with CI.
-        success_iqm: IQM of per-sample success (rliable's aggregate on the 0/1 matrix), with CI.
-        pass_at_k: unbiased pass@k averaged over tasks, for each k <= n.
+        samples: n, episodes per seed (a task drawn by several seeds has a multiple of n).
+        tasks: one result per distinct task, in the order of the first seed that drew it.
+        success: mean over distinct tasks of their success rate, with CI.
+        reward_mean: mean over distinct tasks of their mean final reward, with CI.
+        reward_iqm: interquartile mean of the distinct tasks' mean rewards, with CI.
+        success_iqm: IQM of the distinct tasks' success rates, with CI.
+        pass_at_k: unbiased pass@k averaged over distinct tasks, for each k <= the fewest samples of one.
         failures: failed episodes per failure kind (policy / env / sandbox / engine).
         truncations: episodes cut off by the rollout's limits (`context`, `max_turns`), not by the env.
         stats: rollout throughput (episodes, turns, tokens/s, wall time).
         config: the settings that produced the result (for the report and reruns).
+        pass_at_k_ci: each pass@k with its CI.
+        split: the env's content pool the tasks came from (`test`, `val`, `train`), as its reset said;
+            empty when the env does not say.
     """
 
     env_id: str
@@ -95,10 +112,27 @@ class EvalResult:
     truncations: dict[str, int] = field(default_factory=dict)
     stats: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    pass_at_k_ci: dict[int, Interval] = field(default_factory=dict)
+    split: str = ""
+
+    @property
+    def num_tasks(self) -> int:
+        """Distinct tasks: the unit of every statistic."""
+        return len(self.tasks)
+
+    @property
+    def num_seeds(self) -> int:
+        return sum(len(t.seeds) or 1 for t in self.tasks)
 
     @property
     def episodes(self) -> int:
-        return self.samples * len(self.tasks)
+        return sum(len(t.rewards) for t in self.tasks)
+
+    @property
+    def scope(self) -> str:
+        """'5 distinct tasks (test split), 64 episodes': the counts every summary states first."""
+        split = f" ({self.split} split)" if self.split else ""
+        return f"{_plural(self.num_tasks, 'distinct task')}{split}, {_plural(self.episodes, 'episode')}"
 
     @property
     def failed_episodes(self) -> int:
@@ -108,15 +142,18 @@ class EvalResult:
         return {
             "env_id": self.env_id,
             "policy": self.policy,
-            "samples_per_task": self.samples,
-            "num_tasks": len(self.tasks),
+            "samples_per_seed": self.samples,
+            "num_tasks": self.num_tasks,
+            "num_seeds": self.num_seeds,
             "episodes": self.episodes,
+            "split": self.split,
             "failed_episodes": self.failed_episodes,
             "success": self.success.to_dict(),
             "reward_mean": self.reward_mean.to_dict(),
             "reward_iqm": self.reward_iqm.to_dict(),
             "success_iqm": self.success_iqm.to_dict(),
             "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
+            "pass_at_k_ci": {str(k): v.to_dict() for k, v in self.pass_at_k_ci.items()},
             "failures": dict(self.failures),
             "truncations": dict(self.truncations),
             "stats": dict(self.stats),
@@ -135,11 +172,16 @@ class EvalResult:
     def from_dict(cls, d: dict[str, Any]) -> EvalResult:
         """Read back `to_dict()` (e.g. an `eval.json`), to re-plot or compare saved evaluations."""
         fields = ("seed", "task_id", "rewards", "successes", "failures", "turns")
+        # a result saved before tasks were merged by content has one seed per task and no key
+        tasks = [
+            TaskResult(**{k: t[k] for k in fields}, seeds=list(t.get("seeds") or [t["seed"]]), key=t.get("key", ""))
+            for t in d["tasks"]
+        ]
         return cls(
             env_id=d["env_id"],
             policy=d["policy"],
-            samples=int(d["samples_per_task"]),
-            tasks=[TaskResult(**{k: t[k] for k in fields}) for t in d["tasks"]],
+            samples=int(d.get("samples_per_seed", d.get("samples_per_task", 0))),  # the older name
+            tasks=tasks,
             success=Interval(**d["success"]),
             reward_mean=Interval(**d["reward_mean"]),
             reward_iqm=Interval(**d["reward_iqm"]),
@@ -149,19 +191,39 @@ class EvalResult:
             truncations=dict(d.get("truncations", {})),
             stats=dict(d.get("stats", {})),
             config=dict(d.get("config", {})),
+            pass_at_k_ci={int(k): Interval(**v) for k, v in d.get("pass_at_k_ci", {}).items()},
+            split=str(d.get("split", "")),
+        )
+
+    def provenance(self) -> str:
+        """How the seeds made the tasks: '16 seeds x 4 samples; seeds that drew the same task are one task'."""
+        line = f"{_plural(self.num_seeds, 'seed')} x {_plural(self.samples, 'sample')}"
+        if self.num_seeds > self.num_tasks:
+            line += "; seeds that drew the same task are one task, their samples pooled"
+        return line
+
+    def few_tasks_note(self) -> str | None:
+        """The warning a result over few distinct tasks carries (its intervals are optimistic), or None."""
+        if self.num_tasks >= FEW_TASKS:
+            return None
+        return (
+            f"only {_plural(self.num_tasks, 'distinct task')}: a bootstrap over so few undercovers (the intervals "
+            "are too narrow), and the result says little about other tasks"
         )
 
     def summary(self) -> str:
         """A few lines for the terminal."""
-        ks = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.pass_at_k.items())
+        ks = ", ".join(f"pass@{k} {v:.3f}" + _ci(self.pass_at_k_ci.get(k)) for k, v in self.pass_at_k.items())
         pct = round(100 * self.success.confidence)
         lines = [
-            f"{self.env_id} | {self.policy} | {len(self.tasks)} tasks x {self.samples} samples = {self.episodes} episodes",
-            f"success      {self.success}  ({pct}% CI, stratified bootstrap)",
+            f"{self.env_id} | {self.policy} | {self.scope} ({self.provenance()})",
+            f"success      {self.success}  ({pct}% CI, bootstrap over the {_plural(self.num_tasks, 'distinct task')})",
             f"reward mean  {self.reward_mean}",
             f"reward IQM   {self.reward_iqm}",
             ks,
         ]
+        if (note := self.few_tasks_note()) is not None:
+            lines.append(note)
         if any(self.truncations.values()):
             cut = ", ".join(f"{k} {v}" for k, v in sorted(self.truncations.items()))
             lines.append(f"episodes cut off by the rollout's limits: {cut}")
@@ -169,6 +231,14 @@ class EvalResult:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()) if v)
             lines.append(f"failed episodes: {self.failed_episodes} ({kinds}); scored 0")
         return "\n".join(lines)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _ci(interval: Interval | None) -> str:
+    return "" if interval is None else f" [{interval.low:.3f}, {interval.high:.3f}]"
 
 
 def summarize(
@@ -183,53 +253,71 @@ def summarize(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> EvalResult:
-    """Turn the trajectories of an evaluation (task-major, `samples` per task) into an `EvalResult`.
+    """Turn the trajectories of an evaluation (seed-major, `samples` per seed) into an `EvalResult`.
+
+    The samples of seeds that drew the same task (`task_key`) are pooled into one `TaskResult`; every
+    statistic weighs a distinct task once, and its CI resamples distinct tasks.
 
     Args:
-        trajectories: `len(tasks) * samples` trajectories, grouped by task as `RolloutManager.run`
+        trajectories: `len(seeds) * samples` trajectories, grouped by seed as `RolloutManager.run`
             returns them.
-        samples: n, trajectories per task.
-        ks: the k of pass@k; those above n are skipped.
+        samples: n, trajectories per seed.
+        ks: the k of pass@k; those above the fewest samples of a task are skipped.
         success_threshold: an episode succeeds when its final reward is at least this.
         reps, confidence, seed: of the bootstrap confidence intervals.
     """
     if samples < 1 or not trajectories or len(trajectories) % samples:
         raise ValueError(f"need a non-empty multiple of samples={samples} trajectories, got {len(trajectories)}")
-    tasks = []
+    merged: dict[str, list[Sequence[Trajectory]]] = {}  # task key -> its seeds' groups, in seed order
     for start in range(0, len(trajectories), samples):
         group = trajectories[start : start + samples]
-        rewards = [0.0 if t.failed else _finite(t.reward) for t in group]
-        tasks.append(
-            TaskResult(
-                seed=int(group[0].seed or 0),
-                task_id=next((t.task_id for t in group if t.task_id), ""),
-                rewards=rewards,
-                successes=[not t.failed and r >= success_threshold for t, r in zip(group, rewards)],
-                failures=[f"{t.failures[0].kind.value}: {t.failures[0].error_type}" for t in group if t.failed],
-                turns=[len(t.turns) for t in group],
-            )
-        )
-    reward = np.array([t.rewards for t in tasks], dtype=np.float64).T  # (samples, tasks)
-    success = np.array([t.successes for t in tasks], dtype=np.float64).T  # (samples, tasks)
-    n = np.full(len(tasks), samples)
-    c = success.sum(axis=0).astype(int)
+        keys = [task_key(t) for t in group]  # a sample whose reset failed has only its seed
+        merged.setdefault(next((k for k in keys if not k.startswith("seed:")), keys[0]), []).append(group)
+    tasks = [_task_result(key, groups, success_threshold) for key, groups in merged.items()]
+    rate = np.array([np.mean(t.successes) for t in tasks])  # (tasks,): each distinct task's success rate
+    reward = np.array([np.mean(t.rewards) for t in tasks])  # (tasks,): each distinct task's mean reward
+    n = np.array([len(t.successes) for t in tasks])
+    c = np.array([sum(t.successes) for t in tasks])
     boot: dict[str, Any] = {"reps": reps, "confidence": confidence, "seed": seed}
+    pass_at_k = metrics.pass_at_k_curve(n, c, sorted(set(ks)))
     failures = Counter(f.kind.value for t in trajectories if t.failed for f in t.failures[:1])
+    splits = sorted({str(t.metadata[SPLIT_KEY]) for t in trajectories if t.metadata.get(SPLIT_KEY)})
     return EvalResult(
         env_id=env_id or trajectories[0].env_id,
         policy=policy,
         samples=samples,
         tasks=tasks,
-        success=metrics.interval_estimate(success, metrics.mean, **boot),
-        reward_mean=metrics.interval_estimate(reward, metrics.mean, **boot),
-        reward_iqm=metrics.interval_estimate(reward, metrics.iqm, **boot),
-        success_iqm=metrics.interval_estimate(success, metrics.iqm, **boot),
-        pass_at_k=metrics.pass_at_k_curve(n, c, sorted(set(ks))),
+        success=metrics.unit_interval_estimate(rate, metrics.mean, **boot),
+        reward_mean=metrics.unit_interval_estimate(reward, metrics.mean, **boot),
+        reward_iqm=metrics.unit_interval_estimate(reward, metrics.iqm, **boot),
+        success_iqm=metrics.unit_interval_estimate(rate, metrics.iqm, **boot),
+        pass_at_k=pass_at_k,
+        pass_at_k_ci={
+            k: metrics.unit_interval_estimate(np.atleast_1d(metrics.pass_at_k(n, c, k)), metrics.mean, **boot)
+            for k in pass_at_k
+        },
         failures={k: failures.get(k, 0) for k in ("policy", "env", "sandbox", "engine")},
         truncations=dict(
             Counter(str(t.metadata["truncated_by"]) for t in trajectories if t.metadata.get("truncated_by"))
         ),
-        config={"success_threshold": success_threshold, "bootstrap": boot},
+        config={"success_threshold": success_threshold, "bootstrap": {**boot, "unit": "distinct task"}},
+        split="+".join(splits),
+    )
+
+
+def _task_result(key: str, groups: Sequence[Sequence[Trajectory]], success_threshold: float) -> TaskResult:
+    """One distinct task from the sample groups of the seeds that drew it."""
+    episodes = [t for group in groups for t in group]
+    rewards = [0.0 if t.failed else _finite(t.reward) for t in episodes]
+    return TaskResult(
+        seed=int(groups[0][0].seed or 0),
+        task_id=next((t.task_id for t in episodes if t.task_id), ""),
+        rewards=rewards,
+        successes=[not t.failed and r >= success_threshold for t, r in zip(episodes, rewards)],
+        failures=[f"{t.failures[0].kind.value}: {t.failures[0].error_type}" for t in episodes if t.failed],
+        turns=[len(t.turns) for t in episodes],
+        seeds=[int(group[0].seed or 0) for group in groups],
+        key=key,
     )
 
 
@@ -268,8 +356,9 @@ async def aevaluate(
         env: a registered env id or a zero-argument env factory.
         agent: renders and parses (e.g. `rlgym_agents.tool_calling.ToolCallingAgent`).
         policy: generates (an `EpisodePolicy`, e.g. episode-keyed sampling seeds, is started per episode).
-        seeds: the held-out tasks, as reset seeds (disjoint from the training seeds).
-        samples: n, episodes per task; they differ only by the policy's sampling.
+        seeds: the held-out tasks, as reset seeds (disjoint from the training seeds); seeds that draw
+            the same task count as one task, their samples pooled.
+        samples: n, episodes per seed; they differ only by the policy's sampling.
         rollout: limits and sampling; its `group_size` is replaced by `samples`.
         env_kwargs: constructor arguments of a registered env.
         env_id: the env's name in the result (default: `env` when it is an id).

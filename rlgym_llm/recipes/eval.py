@@ -2,7 +2,9 @@
 
     result, files = run(load_config("eval", ["env=gui", "policy.model=smollm2", "tasks=16"]))
 
-Tasks are the seeds `env.test_seed_start + i`, disjoint from the training seeds. Samples use
+Tasks are drawn by the seeds `env.test_seed_start + i`, disjoint from the training seeds; seeds that
+draw the same task (the same content) are one task, their samples pooled, and the report states the
+distinct tasks next to the episodes (`rlgym_llm.eval.runner`). Samples use
 `policy.sampling.temperature` (pass@k needs sampling; set it to 0 for one greedy sample per task),
 each generate call with a sampling seed keyed by (`seed`, task, sample, turn): the same command
 samples the same episodes on any backend that honours seeds, whatever order a server answers in.

@@ -173,11 +173,14 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     sync = "auto" if cfg.policy.sync == "lora" else None
     policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, folder, on=on, sync=sync) if seeds else None
 
+    measured: dict[str, float] = {}  # the last held-out measure, for its counts
+
     def success() -> float | None:  # manager -> one held-out measure
         if policy is None:
             return None
         with held_out_manager(cfg, make_env, agent, policy) as manager:
-            return evaluate(manager, seeds, cfg.trainer.max_failed_share, progress)["success"]
+            measured.update(evaluate(manager, seeds, cfg.trainer.max_failed_share, progress))
+        return measured["success"]
 
     try:
         before = success()
@@ -192,6 +195,7 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
             asyncio.run(policy.close())
     assert info is not None
     result = {**info, "success_before": before, "success_after": after, "model": str(out / "sft_model")}
-    result["held_out_tasks"] = len(seeds)
+    # the seeds are episodes; seeds that drew the same task count once among the distinct tasks
+    result["held_out_tasks"], result["held_out_episodes"] = int(measured.get("tasks", 0)), len(seeds)
     (out / "sft_summary.json").write_text(json.dumps(result, indent=1))
     return result

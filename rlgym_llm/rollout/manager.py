@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import inspect
 import logging
 import time
@@ -29,6 +30,10 @@ from rlgym_llm.rollout.store import TrajectoryWriter
 from rlgym_llm.rollout.tokens import TokenDriftError, check_tokens
 
 logger = logging.getLogger(__name__)
+
+TASK_KEY, SPLIT_KEY = "task_key", "split"
+"""`Trajectory.metadata` keys: a hash of the task's content key (`Task.content_key()`), which tells two
+seeds that drew the same task apart from two seeds that drew different ones, and the env's split."""
 
 TokenCheck = Literal["off", "warn", "strict"]
 """Compare an episode's incremental context with a fresh rendering: not at all, with a warning, or
@@ -318,6 +323,7 @@ class RolloutManager:
                 lambda: env.reset(seed=ref.seed, options=ref.options), phase=phase, turn=None
             )
             traj.task_id, traj.opening = str(info.get("task_id", "")), list(opening)
+            traj.metadata.update(_task_facts(env, info))
             tools = info.get("tools")
             episode = Episode(env, ref.seed, list(opening), traj.sample_index)
             policy = self.policy.start(episode) if isinstance(self.policy, EpisodePolicy) else self.policy
@@ -387,6 +393,29 @@ def _close_envs(envs: list[Any]) -> None:
             env.close()
         except Exception as e:  # one env failing to close must not keep the others open
             logger.warning("closing a kept env failed: %s: %s", type(e).__name__, e)
+
+
+def _task_facts(env: Any, info: dict[str, Any]) -> dict[str, str]:
+    """The reset task's content hash and split, where the env says them (an `Env`; its reset info)."""
+    facts = {}
+    unwrapped = getattr(env, "unwrapped", env)
+    if isinstance(unwrapped, Env):
+        key = unwrapped.task.content_key()
+        facts[TASK_KEY] = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    if isinstance(info.get("split"), str):
+        facts[SPLIT_KEY] = info["split"]
+    return facts
+
+
+def task_key(trajectory: Trajectory) -> str:
+    """What makes two episodes the same task: the same content (the hash the manager recorded) and the
+    same task id (an env whose tasks share a prompt and give no `Task.key` still tells them apart by
+    id); without a content hash (an env that is no `Env`), the task id; without either (a failed
+    reset), the reset seed."""
+    content = trajectory.metadata.get(TASK_KEY)
+    if content:
+        return f"{content}/{trajectory.task_id}" if trajectory.task_id else str(content)
+    return f"id:{trajectory.task_id}" if trajectory.task_id else f"seed:{trajectory.seed}"
 
 
 def _outcome_of(env: Any) -> dict[str, Any]:

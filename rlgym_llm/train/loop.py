@@ -37,7 +37,7 @@ from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit import CreditResult
 from rlgym_llm.credit.trajectories import group_key
 from rlgym_llm.rollout.errors import check_failures
-from rlgym_llm.rollout.manager import RolloutManager
+from rlgym_llm.rollout.manager import RolloutManager, task_key
 from rlgym_llm.rollout.policy import EpisodeSeededPolicy, SeededPolicy, TrainablePolicy
 from rlgym_llm.rollout.progress import ProgressReporter
 from rlgym_llm.train import checkpoint
@@ -112,7 +112,9 @@ def evaluate(
     max_failed_share: float = 1.0,
     progress: ProgressReporter | None = None,
 ) -> dict[str, float]:
-    """Mean success and reward of one sampled episode per held-out task.
+    """Mean success and reward of one sampled episode per held-out seed, with the distinct tasks
+    (`tasks`: seeds that draw the same task count once) and `episodes` they are measured on (those
+    that did not fail; `failed` counts the others).
 
     Raises:
         TooManyFailuresError: more than `max_failed_share` of the episodes failed.
@@ -126,6 +128,8 @@ def evaluate(
         "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
         "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
         "failed": float(len(trajs) - len(ok)),
+        "tasks": len({task_key(t) for t in ok}),
+        "episodes": len(ok),
     }
 
 
@@ -456,7 +460,8 @@ def train(
         last = records[-1] if records else {}
         # the last step's periodic evaluation is the same measurement (same seeds, same weights)
         if "eval_success" in last and last["step"] == cfg.steps:
-            after = {k: last[f"eval_{k}"] for k in ("success", "reward", "failed")}
+            keys = ("success", "reward", "failed", "tasks", "episodes")
+            after = {k: last[f"eval_{k}"] for k in keys if f"eval_{k}" in last}
         else:
             after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     return {

@@ -36,8 +36,8 @@ def test_summarize_hand_computed():
     assert res.success.point == pytest.approx(2 / 8)
     # pass@1 = mean(2/4, 0); pass@2 = mean(1 - C(2,2)/C(4,2), 0) = mean(5/6, 0); pass@4 = mean(1, 0); k=8 > n skipped.
     assert res.pass_at_k == pytest.approx({1: 0.25, 2: 5 / 12, 4: 0.5})
-    # IQM of the 8 rewards (six 0s, two 1s): the middle four are all 0.
-    assert res.reward_iqm.point == 0.0
+    # The task is the unit: IQM of the 2 tasks' mean rewards (0.5, 0), too few to trim, is their mean.
+    assert res.reward_iqm.point == 0.25
     assert res.success.low <= res.success.point <= res.success.high
 
 
