@@ -70,7 +70,7 @@ def synthetic_batch(groups: int, size: int, turns: int, context: int, seed: int 
 def time_methods(trajs: list[Trajectory], repeats: int) -> dict[str, float]:
     rng = np.random.default_rng(1)
     extra = {
-        "gated": {"tau": 0.5},
+        "gated": {"outcome_tau": 0.5},
         "igpo": {"answer_probs": [rng.random(len(t.turns)) for t in trajs]},
         "spa": {"contributions": [rng.normal(size=len(t.turns)) for t in trajs]},
     }

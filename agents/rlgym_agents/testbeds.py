@@ -89,14 +89,17 @@ class TwentyQTeacher(TwentyQOracle):
 
 
 class BugFixOracle(_Teacher):
-    """`rlgym/BugFix-v0`: run the tests after every change, fix the first failing line, submit when they pass."""
+    """`rlgym/BugFix-v0`: run the tests after every change, set the first failing line to the digit the
+    tests expect, submit when they pass."""
 
     def best(self) -> AssistantTurn:
         env = self.env
         if not env.tested:
             return _call("run_tests")
         failing = env.failing()
-        return _call("fix", line=failing[0]) if failing else _call("submit")
+        if not failing:
+            return _call("submit")
+        return _call("fix", line=failing[0], value=env.expected(failing[0]))
 
     def mistake(self) -> AssistantTurn:
         # the two ways to miss: run the tests again (a wasted, farmable turn) or submit too early

@@ -7,7 +7,8 @@ are not public, so both are parameters here. The gate reads the env's ordered ou
 last turn's `outcome_level` signal: SWE-v0 no submission 0 < empty patch 1 < patch fails tests 2 <
 tests pass 3; Code-v0 no submission 0 < no hidden test passes 1 < some pass 2 < all pass 3) and
 opens at level 2, where the paper's SWE gate sits (a non-empty patch was submitted); an env with
-no level falls back to the outcome R against `outcome_tau`.
+no level falls back to the outcome R against `outcome_tau`. Setting `tau` for an env that reports
+no level is a `ConfigError` (it would have no effect), raised at the run's first credit assignment.
 """
 
 from __future__ import annotations
@@ -187,9 +188,11 @@ class GatedParams:
         outcome: R_i: `reward`, or a named outcome component.
         gate: the per-turn signal holding the env's ordered outcome level L (read on the last turn);
             the gate opens when L >= tau. Envs that report none fall back to R_i >= outcome_tau.
-        tau: the level threshold. 2 is the paper's SWE gate (a non-empty patch was submitted):
-            SWE-v0 no submission 0 < empty patch 1 < patch fails tests 2 < tests pass 3; Code-v0
-            no submission 0 < no hidden test passes 1 < some pass 2 < all pass 3.
+        tau: the level threshold; null: `DEFAULT_TAU` (2, the paper's SWE gate: a non-empty patch
+            was submitted): SWE-v0 no submission 0 < empty patch 1 < patch fails tests 2 < tests pass
+            3; Code-v0 no submission 0 < no hidden test passes 1 < some pass 2 < all pass 3; BugFix-v0
+            likewise. Set on an env that reports no level (Counter, Math, Ladder, TwentyQ), it would
+            have no effect: a `ConfigError` (set `outcome_tau` there).
         outcome_tau: the threshold on R_i where the env reports no level (0.5: opens for an
             outcome of 1 and keeps it shut for 0, which on a binary outcome gates on success).
         immediate: immediate reward channels -> weight, in priority order (`reward_components`
@@ -205,7 +208,7 @@ class GatedParams:
 
     outcome: str = "reward"
     gate: str = "outcome_level"
-    tau: float = 2.0
+    tau: float | None = None
     outcome_tau: float = 0.5
     immediate: dict[str, float] = field(default_factory=lambda: {"tool_ok": 1.0})
     channel_thresholds: tuple[float, ...] | None = None
@@ -248,14 +251,37 @@ def gate_level(trajectory: Trajectory, signal: str) -> float | None:
     return None if value is None or isinstance(value, bool) else float(value)
 
 
+DEFAULT_TAU = 2.0
+"""The level threshold when `tau` is not set: the paper's SWE gate (a non-empty patch was submitted)."""
+
+
+def level_problems(trajectories: Sequence[Trajectory], p: GatedParams) -> list[str]:
+    """Why `p` cannot gate these trajectories: an explicit `tau` where none reports the `gate` level.
+
+    Trajectories without turns report nothing and are not counted; an empty list: fine.
+    """
+    played = [t for t in trajectories if t.turns]
+    if p.tau is None or not p.gated or not played or any(gate_level(t, p.gate) is not None for t in played):
+        return []
+    env = played[0].env_id or "the env"
+    return [
+        f"credit.params.tau={p.tau:g} has no effect: {env} reports no `{p.gate}` signal, so G-RA gates on the "
+        f"outcome (R >= outcome_tau={p.outcome_tau:g}); leave tau unset and set credit.params.outcome_tau, or "
+        "use an env with outcome levels (SWE-v0, Code-v0, BugFix-v0)"
+    ]
+
+
 def _advantages(group: Group, p: GatedParams) -> Ragged:
+    if problems := level_problems(group.trajectories, p):
+        raise ConfigError(problems)
     imm = [turn_matrix(t, p.immediate) for t in group.trajectories]
     weights = np.array(list(p.immediate.values()), dtype=np.float64)
     levels = [gate_level(t, p.gate) for t in group.trajectories]
+    tau: float
     if any(lv is None for lv in levels):  # no ordered level: gate on the outcome
         levels, tau = [None] * len(levels), p.outcome_tau
     else:
-        tau = p.tau
+        tau = DEFAULT_TAU if p.tau is None else p.tau
     return gated_advantages(
         imm,
         group.outcomes,
@@ -276,8 +302,8 @@ _DEFAULT = (
     "The paper's G_i = R_i + 1[L_i >= tau] * sum_{t<T} w r_{i,t}: the immediate rewards of the turns before "
     "the last count when the outcome level L (the env's `outcome_level` signal) reaches tau = 2, the "
     "paper's SWE gate (a non-empty patch submitted); z-scored in the group (population std), the same value "
-    "on every turn. Envs with no level gate on R_i >= 0.5. Length effect by design: a gated-open "
-    "success accumulates one reward per valid call."
+    "on every turn. Envs with no level gate on R_i >= 0.5 (`tau` set for such an env is an error: it would "
+    "have no effect). Length effect by design: a gated-open success accumulates one reward per valid call."
 )
 _DIFFERENCES = (
     "No official code: tau, the reward values and the RL algorithm are not public; the group z-score "

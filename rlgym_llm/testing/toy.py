@@ -3,9 +3,10 @@
 - `GuessNumberEnv`: find a hidden three-digit number with one tool, `guess`, answered `higher`,
   `lower` or `correct`. Bisection (`Bisector`) always finds it within 10 guesses, so under a turn
   limit of 10 or more the optimal return is 1.0 on every task.
-- `CounterEnv`: bring a counter from 0 to a target shown in the prompt with `add` (1 to 3 per call),
-  then `submit`. The optimal return is 1.0 in `ceil(target / 3) + 1` turns (`CounterPlayer`). It
-  reports every standard signal: progress, subgoals, reward components and repeating state keys.
+- `CounterEnv`: bring a counter from its start (0 by default) to a target shown in the prompt with
+  `add` (1 to 3 per call), then `submit`. The optimal return is 1.0 in `ceil((target - start) / 3) + 1`
+  turns (`CounterPlayer`). It reports every standard signal: progress, subgoals, reward components
+  and repeating state keys.
 
 They are not registered globally; tests and examples register them under their own ids:
 
@@ -14,6 +15,7 @@ They are not registered globally; tests and examples register them under their o
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -22,6 +24,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rlgym_llm.core.env import Env, Step, Task
+from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.splits import partition, split_of
 from rlgym_llm.core.tools import Tool
 from rlgym_llm.core.types import AssistantTurn, Message, Messages, StepSignals
 
@@ -158,41 +162,84 @@ class Submit(Tool):
     name: ClassVar[str] = "submit"
 
 
+def counter_key(start: int, target: int) -> str:
+    """The content key of a Counter task: what decides its split."""
+    return f"counter:{start}->{target}"
+
+
+@functools.lru_cache(maxsize=32)
+def counter_pool(max_start: int, max_target: int, split: str) -> tuple[tuple[int, int], ...]:
+    """The (start, target) pairs of `split`, in order."""
+    pairs = [(s, s + g) for s in range(max_start + 1) for g in range(1, max_target + 1)]
+    return tuple(partition(pairs, lambda p: counter_key(*p), split))
+
+
 class CounterEnv(Env):
-    """Bring a counter from 0 to the target shown in the prompt, then submit it.
+    """Bring a counter from its start to the target shown in the prompt, then submit it.
 
     Reward 1.0 when the submitted value equals the target. Overshooting cannot be undone, so the
-    state keys (`counter=k`) repeat across a group's samples, as step-level grouping needs.
+    state keys (`counter=k`) repeat across a group's samples, as step-level grouping needs. Every
+    `add` is answered `counter = k, j to go` (or `j past the target`).
+
+    Content splits (`split`) are by the (start, target) pair (`Task.key`, e.g. `counter:41->45`):
+    each pair belongs to one pool (a stable hash, `rlgym_llm.core.splits`), and tasks are drawn
+    uniformly from the split's pool. With the defaults (start 0, targets 1..20) the pools are 14, 4
+    and 2 targets; the demo (`configs/env/counter.yaml`: climbs 1..5 from starts 0..249) has 742, 252
+    and 256 pairs.
 
     Args:
-        max_target: targets are drawn uniformly from [1, max_target].
+        max_target: the climb (target - start) is drawn uniformly from [1, max_target]; with
+            `max_start` 0 that is the target itself.
+        max_start: the start is drawn uniformly from [0, max_start].
+        split: the content pool, `train` (default), `val` or `test`.
     """
 
     tools = (Add, Submit)
     reward_range = (0.0, 1.0)
     STEP = 3
 
-    def __init__(self, max_target: int = 20) -> None:
-        super().__init__()
-        if max_target < 1:
-            raise ValueError(f"max_target must be >= 1, got {max_target}")
-        self.max_target = max_target
+    def __init__(self, max_target: int = 20, max_start: int = 0, split: str = "train") -> None:
+        super().__init__(split=split)
+        problems = [f"max_target must be >= 1, got {max_target}"] if max_target < 1 else []
+        problems += [f"max_start must be >= 0, got {max_start}"] if max_start < 0 else []
+        if problems:
+            raise ConfigError(problems)
+        self.max_target, self.max_start = max_target, max_start
+        self.pool = counter_pool(max_start, max_target, split)
+        if not self.pool:
+            size = (max_start + 1) * max_target
+            raise ConfigError([f"none of the {size} (start, target) pairs falls in split {split!r}: raise max_start"])
         self.counter, self.submitted = 0, False
 
     def sample_task(self, options: Mapping[str, Any]) -> Task:
-        target = int(options.get("target", self.np_random.integers(1, self.max_target + 1)))
+        if "target" in options:  # a named task: it must belong to this env's split
+            start, target = int(options.get("start", 0)), int(options["target"])
+            if not 0 <= start < target:
+                raise ValueError(f"options need 0 <= start < target, got start={start}, target={target}")
+            if (found := split_of(counter_key(start, target))) != self.split:
+                raise ValueError(
+                    f"the task start={start}, target={target} belongs to the {found!r} split, not {self.split!r}: "
+                    f"make the env with split={found!r}, or name a task of the {self.split!r} split"
+                )
+        else:
+            start, target = self.pool[int(self.np_random.integers(len(self.pool)))]
         prompt = (
-            f"A counter starts at 0. Bring it to exactly {target} with the `add` tool "
+            f"A counter starts at {start}. Bring it to exactly {target} with the `add` tool "
             "(1, 2 or 3 per call), then call `submit`."
         )
         # The target is public: nothing here is ground truth the model must not see.
-        return Task(id=f"counter-{target}", prompt=prompt, meta={"target": target})
+        task_id = f"counter-{target}" if start == 0 else f"counter-{start}-{target}"
+        return Task(id=task_id, prompt=prompt, meta={"start": start, "target": target}, key=counter_key(start, target))
 
     def new_episode(self, task: Task) -> None:
-        self.counter, self.submitted = 0, False
+        self.counter, self.submitted = int(task.meta["start"]), False
 
     def opening(self, task: Task) -> Messages:
         return [{"role": "user", "content": task.prompt}]
+
+    @property
+    def start(self) -> int:
+        return int(self.task.meta["start"])
 
     @property
     def target(self) -> int:
@@ -210,7 +257,8 @@ class CounterEnv(Env):
         if self.submitted:  # validated first, then ignored (see GuessNumberEnv)
             return "Already submitted."
         self.counter += args.amount
-        return f"counter = {self.counter}"
+        left = self.target - self.counter
+        return f"counter = {self.counter}, " + (f"{left} to go" if left >= 0 else f"{-left} past the target")
 
     def on_submit(self, args: Submit) -> str:
         if self.submitted:
@@ -223,10 +271,10 @@ class CounterEnv(Env):
         return {"reward": hit, "components": {"hit": hit, "overshoot": float(self.counter > self.target)}}
 
     def _signals(self, tool_ok: bool | None) -> StepSignals:
-        reached = min(self.counter, self.target)
+        reached = min(self.counter, self.target) - self.start
         return StepSignals(
             tool_ok=tool_ok,
-            progress=reached / self.target,
+            progress=reached / (self.target - self.start),
             subgoals=(int(self.submitted and self.counter == self.target), 1),
             state_key=f"counter={self.counter}" + (",submitted" if self.submitted else ""),
             reward_components={"hit": float(self.submitted and self.counter == self.target)},
@@ -236,8 +284,8 @@ class CounterEnv(Env):
 class CounterPlayer:
     """The optimal policy for `CounterEnv`: adds 3 while it can, then the rest, then submits."""
 
-    _TARGET = re.compile(r"to exactly (\d+)")
-    _COUNTER = re.compile(r"^counter = (\d+)$")
+    _TASK = re.compile(r"starts at (\d+)\. Bring it to exactly (\d+)")
+    _COUNTER = re.compile(r"^counter = (\d+)")
 
     def __init__(self) -> None:
         self.target, self.counter, self.calls = 0, 0, 0
@@ -246,8 +294,8 @@ class CounterPlayer:
         """The next assistant message, given the env's latest messages (the opening first)."""
         for message in observation:
             content = str(message.get("content", ""))
-            if found := self._TARGET.search(content):
-                self.target, self.counter = int(found.group(1)), 0
+            if found := self._TASK.search(content):
+                self.counter, self.target = int(found.group(1)), int(found.group(2))
             if message.get("role") == "tool" and (found := self._COUNTER.match(content)):
                 self.counter = int(found.group(1))
         self.calls += 1

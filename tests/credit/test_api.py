@@ -71,7 +71,7 @@ def direct(method, trajs, idx):
     return gigpo_advantages(rewards, outs, [anchor_keys(t) for t in ts])
 
 
-PARAMS = {"gated": {"tau": 0.5}, "igpo": {"answer_probs": PROBS}, "spa": {"contributions": CONTRIB}}
+PARAMS = {"gated": {"outcome_tau": 0.5}, "igpo": {"answer_probs": PROBS}, "spa": {"contributions": CONTRIB}}
 
 
 @pytest.mark.parametrize("method", list(METHODS))

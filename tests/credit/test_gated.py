@@ -5,6 +5,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from rlgym_llm.core.errors import ConfigError
 from rlgym_llm.credit import (
     compute_advantages,
     gated_advantages,
@@ -12,6 +13,7 @@ from rlgym_llm.credit import (
     gated_turn_rewards,
     grpo_advantages,
     priority_gates,
+    resolve_params,
 )
 from tests.credit.trajfactory import make_trajectory
 
@@ -209,3 +211,28 @@ def test_no_immediate_channels():
     # a (T, 0) matrix (no channel configured): the outcome on the last turn, nothing else
     np.testing.assert_array_equal(gated_turn_rewards(1.0, np.zeros((3, 0)), tau=0.5), [0.0, 0.0, 1.0])
     assert gated_turn_rewards(1.0, np.zeros((0, 2)), tau=0.5).size == 0
+
+
+def test_tau_on_trajectories_without_levels_is_an_error_not_a_no_op():
+    # an env with no `outcome_level` (Counter, Math, Ladder, TwentyQ) gates on R >= outcome_tau: a tau set
+    # for it would change nothing, so it is refused (at the run's first credit assignment), saying what to do
+    plain = [make_trajectory([0.0] * 2, r, signals=[{"tool_ok": True}] * 2) for r in (1.0, 0.0)]
+    for t in plain:
+        t.env_id = "toy/Counter-v0"
+    with pytest.raises(ConfigError, match=r"tau=3 has no effect: toy/Counter-v0 reports no `outcome_level`"):
+        compute_advantages(plain, "gated", tau=3)
+    assert resolve_params("gated", {}).tau is None  # unset: the default gate, on the outcome here
+    default = compute_advantages(plain, "gated").turn_advantages
+    on_outcome = compute_advantages(plain, "gated", outcome_tau=0.5).turn_advantages
+    for a, b in zip(default, on_outcome):
+        np.testing.assert_array_equal(a, b)
+    compute_advantages(plain, "dra", tau=3)  # D-RA gates nothing: tau is not read
+    # control: an env with levels takes tau, and it moves the gate (level 2 shut at tau 3, open at 2)
+    leveled = [
+        make_trajectory([0.0] * 3, r, signals=[{"tool_ok": True, "outcome_level": lv}] * 3)
+        for r, lv in ((1.0, 3), (0.0, 2), (0.0, 0))
+    ]
+    strict = compute_advantages(leveled, "gated", tau=3).turn_advantages
+    default = compute_advantages(leveled, "gated").turn_advantages
+    assert strict[1][0] < default[1][0]
+    np.testing.assert_array_equal(default[1], compute_advantages(leveled, "gated", tau=2).turn_advantages[1])

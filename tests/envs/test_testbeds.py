@@ -1,5 +1,7 @@
 """The credit testbeds (docs/testbeds.md): contract, oracles, noisy teachers, and the property each is built on."""
 
+import re
+
 import pytest
 
 import rlgym_llm
@@ -11,7 +13,9 @@ from rlgym_agents.testbeds import (
     TwentyQOracle,
     TwentyQTeacher,
 )
+from rlgym_envs.testbeds.twenty_questions import task_key
 from rlgym_llm.config import load_config
+from rlgym_llm.core.splits import split_of
 from rlgym_llm.core.types import AssistantTurn, ToolCall, Trajectory, Turn
 from rlgym_llm.credit import compute_advantages
 from rlgym_llm.recipes import parts
@@ -79,8 +83,9 @@ def test_the_env_config_wires_env_oracle_and_teacher(name):
 
 
 def test_ladder_overshoot_ends_the_episode_with_nothing():
-    env = rlgym_llm.make("rlgym/Ladder-v0")
-    env.reset(seed=0, options={"target": 20})
+    env = rlgym_llm.make("rlgym/Ladder-v0", split="val")  # start 0, target 20 is a val task
+    opening, _ = env.reset(seed=0, options={"start": 0, "target": 20})
+    assert opening[0]["content"].startswith("A counter starts at 0. Bring it to exactly 20 ")
     for _ in range(6):
         messages, *_ = env.step(call("add", amount=3))
     assert messages[0]["content"] == "counter = 18, 2 to go"
@@ -89,13 +94,24 @@ def test_ladder_overshoot_ends_the_episode_with_nothing():
     assert info["signals"]["state_key"] == "counter=21,over" and info["signals"]["progress"] == 0.0
 
 
+def test_ladder_climbs_from_its_start():
+    env = rlgym_llm.make("rlgym/Ladder-v0")
+    env.reset(seed=4)
+    start, target = env.unwrapped.start, env.unwrapped.target
+    assert 19 <= target - start <= 27 and env.unwrapped.counter == start
+    messages, _, _, _, info = env.step(call("add", amount=3))
+    assert messages[0]["content"] == f"counter = {start + 3}, {target - start - 3} to go"
+    assert info["signals"]["progress"] == 3 / (target - start)
+
+
 def test_ladder_states_recur_across_a_group_and_gigpo_singles_out_the_bad_turn():
     env = rlgym_llm.make("rlgym/Ladder-v0")
-    good = play(env, lambda e: LadderOracle(e).act, 5, 12)
-    target = env.unwrapped.target
-    plan = [3] * ((target - 1) // 3) + [3]  # the oracle's path, except one overshoot at the top
+    seed = next(s for s in range(5, 50) if env.reset(seed=s) and (env.unwrapped.target - env.unwrapped.start) % 3)
+    good = play(env, lambda e: LadderOracle(e).act, seed, 12)
+    climb = env.unwrapped.target - env.unwrapped.start
+    plan = [3] * ((climb - 1) // 3) + [3]  # the oracle's path, except one overshoot at the top (climb % 3 > 0)
     steps = iter(plan)
-    bad = play(env, lambda e: lambda m: call("add", amount=next(steps)), 5, 12)
+    bad = play(env, lambda e: lambda m: call("add", amount=next(steps)), seed, 12)
     assert (good.reward, bad.reward) == (1.0, 0.0) and len(good.turns) >= 8
     keys_good = [t.signals["state_key"] for t in good.turns]
     keys_bad = [t.signals["state_key"] for t in bad.turns]
@@ -112,11 +128,20 @@ def test_ladder_states_recur_across_a_group_and_gigpo_singles_out_the_bad_turn()
 # --- TwentyQ: the answer is hidden; questions inform -------------------------------------------
 
 
-def test_twentyq_prompt_is_the_same_for_every_number():
+def test_twentyq_prompt_is_the_same_for_every_number_of_a_block():
     env = rlgym_llm.make("rlgym/TwentyQ-v0")
-    openings = {env.reset(seed=s)[0][0]["content"] for s in range(50)}
-    answers = {env.reset(seed=s) and env.unwrapped.task.answer for s in range(50)}
-    assert len(openings) == 1 and len(answers) > 8
+    numbers = [n for n in range(1, 17) if split_of(task_key(n)) == "train"]  # the train numbers of block 1..16
+    openings = {env.reset(seed=0, options={"number": n})[0][0]["content"] for n in numbers}
+    assert len(numbers) >= 4 and openings == {
+        "I am thinking of a whole number from 1 to 16. Ask `ask(lo, hi)` to learn whether it is between lo and hi "
+        "(inclusive), then give it with `answer(n)`."
+    }
+    blocks = {}
+    for s in range(300):
+        opening = env.reset(seed=s)[0][0]["content"]
+        n = env.unwrapped.task.answer
+        assert blocks.setdefault((n - 1) // 16, opening) == opening  # the prompt names the block, not the number
+    assert len(blocks) > 40
 
 
 def test_twentyq_questions_narrow_the_candidates_and_the_answer_ends_it():
@@ -136,7 +161,8 @@ def test_twentyq_huge_ranges_are_cheap():
     env = rlgym_llm.make("rlgym/TwentyQ-v0")
     env.reset(seed=0)
     messages, *_ = env.step(call("ask", lo=-(10**15), hi=10**15))
-    assert messages[0]["content"] == "yes: the number is from 1 to 16."
+    lo, hi = env.unwrapped.task.meta["lo"], env.unwrapped.task.meta["hi"]
+    assert hi - lo == 15 and messages[0]["content"] == f"yes: the number is from {lo} to {hi}."
 
 
 # --- BugFix: the immediate reward is farmable, the gate is not ----------------------------------
@@ -144,14 +170,21 @@ def test_twentyq_huge_ranges_are_cheap():
 
 def test_bugfix_farming_the_tests_out_earns_a_solver_under_dra_but_not_under_gra():
     env = rlgym_llm.make("rlgym/BugFix-v0")
-    options = {"bugs": [3, 7]}
+    options = {"bugs": {3: 0, 7: 2}}  # a train bug set: line 3 must hold 0, line 7 must hold 2
     solver = play(env, lambda e: BugFixOracle(e).act, 1, 8, options)
     farmer = play(env, lambda e: lambda m: call("run_tests"), 1, 8, options)
     quitter = play(env, lambda e: lambda m: call("submit"), 1, 8, options)
     assert [t.action.tool_calls[0].name for t in solver.turns] == [
         "run_tests", "fix", "run_tests", "fix", "run_tests", "submit",
     ]  # fmt: skip
-    assert solver.turns[0].observation[0]["content"] == "failing: lines 3, 7"
+    assert re.fullmatch(
+        r"failing: line 3 \(expected 0, got [1-9]\), line 7 \(expected 2, got [013-9]\)",
+        solver.turns[0].observation[0]["content"],
+    )
+    assert [t.action.tool_calls[0].arguments for t in solver.turns if t.action.tool_calls[0].name == "fix"] == [
+        {"line": 3, "value": 0},
+        {"line": 7, "value": 2},
+    ]
     assert (solver.reward, farmer.reward, quitter.reward) == (1.0, 0.0, 0.0)
     assert len(farmer.turns) == 8 and all(t.signals["tool_ok"] for t in farmer.turns)
     levels = [t.turns[-1].signals["outcome_level"] for t in (solver, farmer, quitter)]
@@ -167,12 +200,27 @@ def test_bugfix_farming_the_tests_out_earns_a_solver_under_dra_but_not_under_gra
 
 def test_bugfix_levels_an_unhelpful_change_below_a_solution():
     env = rlgym_llm.make("rlgym/BugFix-v0")
-    env.reset(seed=0, options={"bugs": [2]})
-    messages, _, _, _, info = env.step(call("fix", line=10))
+    env.reset(seed=0, options={"bugs": {2: 5}})
+    messages, _, _, _, info = env.step(call("fix", line=10, value=1))
     assert messages[0]["content"].startswith("Error") and info["signals"]["tool_ok"] is False
-    env.step(call("fix", line=5))
+    env.step(call("fix", line=5, value=env.unwrapped.expected(5)))  # a right line set to its own digit
     _, reward, terminated, _, info = env.step(call("submit"))
     assert (reward, terminated, info["signals"]["outcome_level"]) == (0.0, True, 2)
+
+
+def test_bugfix_an_edit_that_ignores_the_report_breaks_a_right_line():
+    env = rlgym_llm.make("rlgym/BugFix-v0")
+    env.reset(seed=0, options={"bugs": {2: 5}})
+    wrong = (env.unwrapped.expected(4) + 1) % 10
+    env.step(call("fix", line=2, value=5))
+    both = AssistantTurn(
+        content="", tool_calls=(ToolCall("fix", {"line": 4, "value": wrong}, id="a"), ToolCall("run_tests", {}, id="b"))
+    )
+    messages, _, _, _, info = env.step(both)
+    assert messages[1]["content"] == f"failing: line 4 (expected {env.unwrapped.expected(4)}, got {wrong})"
+    assert info["signals"]["state_key"] == "fixed=2,broken=4,tested" and info["signals"]["progress"] == 1.0
+    _, reward, _, _, info = env.step(call("submit"))
+    assert (reward, info["signals"]["outcome_level"]) == (0.0, 2)
 
 
 def test_igpo_can_probe_the_answer_as_the_policys_own_tool_call():
@@ -186,3 +234,21 @@ def test_igpo_can_probe_the_answer_as_the_policys_own_tool_call():
     assert probe_template("authors")["prefix"].startswith("<think>")
     with pytest.raises(ConfigError, match="probe must be"):
         resolve_params("igpo", {"probe": "answer"})
+
+
+def test_gra_tau_is_refused_on_a_testbed_without_levels_and_taken_on_bugfix():
+    from rlgym_llm.core.errors import ConfigError
+
+    ladder = rlgym_llm.make("rlgym/Ladder-v0")
+    group = [play(ladder, lambda e: LadderTeacher(e).act, s, 12) for s in (0, 0, 0, 0)]
+    for i, t in enumerate(group):
+        t.sample_index = i
+    with pytest.raises(ConfigError, match="tau=2 has no effect: rlgym/Ladder-v0 reports no `outcome_level`"):
+        compute_advantages(group, "gated", tau=2)
+    compute_advantages(group, "gated")  # unset, it gates on the outcome
+    bugfix = rlgym_llm.make("rlgym/BugFix-v0")
+    group = [play(bugfix, lambda e: BugFixTeacher(e).act, s, 8) for s in (1, 1, 1, 1)]
+    for i, t in enumerate(group):
+        t.sample_index = i
+    assert all(t.turns[-1].signals["outcome_level"] is not None for t in group)
+    compute_advantages(group, "gated", tau=3)

@@ -5,12 +5,13 @@ import math
 import pytest
 
 from rlgym_llm import TurnLimit
+from rlgym_llm.core.splits import split_of
 from rlgym_llm.testing import Bisector, CounterEnv, CounterPlayer, GuessNumberEnv
-from rlgym_llm.testing.toy import GUESS_BUDGET, HIGH, LOW
+from rlgym_llm.testing.toy import GUESS_BUDGET, HIGH, LOW, counter_key
 
 
-def play(env, player, options):
-    observation, _ = env.reset(seed=0, options=options)
+def play(env, player, options, seed=0):
+    observation, _ = env.reset(seed=seed, options=options)
     total, turns = 0.0, 0
     while True:
         observation, reward, terminated, truncated, info = env.step(player.act(observation))
@@ -68,10 +69,34 @@ def test_the_number_never_appears_in_the_prompt():
 
 @pytest.mark.parametrize("target", range(1, 21))
 def test_the_counter_player_is_optimal(target):
-    total, turns, info = play(CounterEnv(), CounterPlayer(), {"target": target})
+    env = CounterEnv(split=split_of(counter_key(0, target)))  # each target is a task of one split
+    total, turns, info = play(env, CounterPlayer(), {"target": target})
     assert total == 1.0 and turns == math.ceil(target / CounterEnv.STEP) + 1
     assert info["outcome"] == {"reward": 1.0, "components": {"hit": 1.0, "overshoot": 0.0}}
     assert info["signals"]["subgoals"] == [1, 1] and info["signals"]["progress"] == 1.0
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test"])
+def test_the_counter_player_is_optimal_from_any_start(split):
+    env = CounterEnv(max_target=5, max_start=249, split=split)  # the demo's tasks (configs/env/counter.yaml)
+    for seed in range(30):
+        total, turns, _ = play(env, CounterPlayer(), None, seed)
+        climb = env.target - env.start
+        assert total == 1.0 and turns == math.ceil(climb / CounterEnv.STEP) + 1, (env.start, env.target)
+
+
+def test_the_counter_says_how_far_the_target_is():
+    env = CounterEnv(max_target=5, max_start=249)
+    opening, _ = env.reset(seed=3)
+    start, target = env.start, env.target
+    assert opening[0]["content"].startswith(f"A counter starts at {start}. Bring it to exactly {target} ")
+    add3 = {"role": "assistant", "tool_calls": [{"id": "x", "name": "add", "arguments": {"amount": 3}}]}
+    messages, *_, info = env.step(add3)
+    left = target - start - 3
+    assert messages[0]["content"] == f"counter = {start + 3}, " + (
+        f"{left} to go" if left >= 0 else f"{-left} past the target"
+    )
+    assert info["signals"]["progress"] == min(3, target - start) / (target - start)
 
 
 def test_overshooting_the_counter_ends_with_zero():
