@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from rlgym_llm.core import validation
 from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.splits import SPLITS
 from rlgym_llm.credit import METHODS, resolve_params
 from rlgym_llm.rollout.manager import TokenCheck
 from rlgym_llm.rollout.policy import SamplingParams
@@ -426,6 +427,8 @@ class EvalConfig:
         sandbox: where code envs run model-written code.
         tasks: how many held-out tasks.
         samples: n, episodes per task.
+        split: the env's content pool the tasks come from: `test` (default; published numbers), `val`
+            or `train` (rlgym_llm.core.splits).
         ks: the k of pass@k to report (those above `samples` are skipped).
         success_threshold: an episode succeeds when its final reward is at least this.
         bootstrap_reps: bootstrap resamples for the confidence intervals.
@@ -460,6 +463,7 @@ class EvalConfig:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     tasks: int = 32
     samples: int = 8
+    split: str = "test"
     ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     success_threshold: float = 1.0
     bootstrap_reps: int = 2000
@@ -483,6 +487,8 @@ class EvalConfig:
             for n in ("tasks", "samples", "bootstrap_reps")
             if getattr(self, n) < 1
         ]
+        if self.split not in SPLITS:
+            p.append(f"`split={self.split}` must be one of {list(SPLITS)}")
         if not self.ks or any(k < 1 for k in self.ks):
             p.append(f"`ks={self.ks}` must list k >= 1, e.g. ks=[1,2,4,8]")
         elif min(self.ks) > self.samples:

@@ -34,7 +34,7 @@ T = TypeVar("T")
 def check_split(split: object) -> str:
     """`split` if it names a split, else a `ConfigError` listing the valid ones."""
     if not isinstance(split, str) or split not in SPLITS:
-        raise ConfigError(f"split must be one of {list(SPLITS)}, got {split!r}")
+        raise ConfigError([f"split must be one of {list(SPLITS)}, got {split!r}"])
     return split
 
 
@@ -42,7 +42,7 @@ def check_weights(weights: Sequence[float]) -> tuple[float, float, float]:
     """Three positive shares (train, val, test), normalised to sum to 1."""
     values = tuple(float(w) for w in weights)
     if len(values) != len(SPLITS) or any(not w > 0 for w in values):
-        raise ConfigError(f"split weights must be three positive numbers (train, val, test), got {list(weights)!r}")
+        raise ConfigError([f"split weights must be three positive numbers (train, val, test), got {list(weights)!r}"])
     total = sum(values)
     return values[0] / total, values[1] / total, values[2] / total
 
@@ -79,10 +79,12 @@ def draw_in_split(
         item = draw()
         if split_of(key(item), weights) == split:
             return item
-    raise ConfigError(f"no task of split {split!r} in {max_draws} draws: the generator's space is too small to split")
+    raise ConfigError([f"no task of split {split!r} in {max_draws} draws: the generator's space is too small to split"])
 
 
-def partition(items: Iterable[T], key: Callable[[T], str], split: str, weights: Sequence[float] = DEFAULT_WEIGHTS) -> list[T]:
+def partition(
+    items: Iterable[T], key: Callable[[T], str], split: str, weights: Sequence[float] = DEFAULT_WEIGHTS
+) -> list[T]:
     """The items whose key falls in `split`, in their original order."""
     check_split(split)
     return [item for item in items if split_of(key(item), weights) == split]

@@ -67,7 +67,7 @@ async def _evaluate(cfg: EvalConfig) -> Any:
             if progress is not None:
                 progress.__enter__()
             result = await aevaluate(
-                parts.env_factory(cfg.env, cfg.sandbox),
+                parts.env_factory(cfg.env, cfg.sandbox, cfg.split),
                 parts.build_agent(cfg.agent, tokenizer),
                 EpisodeSeededPolicy(policy, cfg.seed),
                 env_id=cfg.env.id,

@@ -252,12 +252,42 @@ def env_kwargs(env: EnvConfig, sandbox: SandboxConfig | None = None) -> dict[str
     return env.call_kwargs(sandbox.backend if sandbox is not None else None)
 
 
-def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None) -> Callable[[], Any]:
-    """A zero-argument factory of fresh envs."""
+def env_factory(env: EnvConfig, sandbox: SandboxConfig | None = None, split: str = "train") -> Callable[[], Any]:
+    """A zero-argument factory of fresh envs drawing from the content pool `split` (DESIGN.md: training
+    from `train`, the held-out curve from `val`, before/after numbers from `test`). An env whose
+    constructor takes no `split` gets none: its pools are told apart by seed only (`takes_split`)."""
     register_env(env)
     kwargs, env_id = env_kwargs(env, sandbox), str(env.id)  # a validated config always names its env
+    if takes_split(env_id):
+        kwargs["split"] = split
     limit = turn_limit(env)[0]
     return lambda: rlgym_llm.make(env_id, max_turns=limit, **kwargs)
+
+
+def takes_split(env_id: str) -> bool:
+    """Whether the env's constructor takes `split` (every shipped env does; a user env may not)."""
+    from rlgym_llm.core import registry
+
+    entry = registry.spec(env_id).entry_point
+    cls = import_object(entry) if isinstance(entry, str) else entry
+    if not callable(cls):
+        return False
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+    return "split" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def split_note(env: EnvConfig) -> str | None:
+    """The line that says a run's held-out tasks may repeat training content, for an env without splits."""
+    register_env(env)
+    if takes_split(str(env.id)):
+        return None
+    return (
+        f"env {env.id} takes no `split`: its held-out tasks are other seeds, and may repeat training content "
+        "(add `split` to its constructor: docs/adding_an_env.md)"
+    )
 
 
 def probe_env(env: EnvConfig, sandbox: SandboxConfig | None = None) -> None:

@@ -163,7 +163,8 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     report(turns)
     on = parts.compute(cfg.trainer.device, cfg.trainer.dtype)
     model, tokenizer, folder = parts.setup_model(cfg.policy, report, on)
-    make_env = parts.env_factory(cfg.env, cfg.sandbox)
+    make_env = parts.env_factory(cfg.env, cfg.sandbox)  # the warm-up's demonstrations: the train pool
+    test_env = parts.env_factory(cfg.env, cfg.sandbox, "test")  # before/after: tasks it never trains on
     agent = parts.build_agent(cfg.agent, tokenizer)
     seeds = list(range(cfg.env.test_seed_start, cfg.env.test_seed_start + cfg.trainer.eval_tasks))
 
@@ -178,7 +179,7 @@ def run(cfg: TrainConfig, report: Report = logger.info, progress: ProgressReport
     def success() -> float | None:  # manager -> one held-out measure
         if policy is None:
             return None
-        with held_out_manager(cfg, make_env, agent, policy) as manager:
+        with held_out_manager(cfg, test_env, agent, policy) as manager:
             measured.update(evaluate(manager, seeds, cfg.trainer.max_failed_share, progress))
         return measured["success"]
 

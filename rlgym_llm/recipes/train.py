@@ -112,6 +112,8 @@ def _run(
     cfg.out_dir = str(out)
     report(f"run folder: {out}" + (" (resuming)" if cfg.resume else ""))
     report(turns)
+    if (note := parts.split_note(cfg.env)) is not None:
+        report(note)
 
     # 1. model (warmed up on oracle demonstrations) on its device, and the env it acts in
     progress = progress if progress is not None and dist.main else ProgressReporter(enabled=False)
@@ -176,9 +178,15 @@ def _run(
         rollouts = RolloutManager(make_env, agent, seeding, settings)
         rollouts.env_id = cfg.env.id
         managers.append(rollouts)
-        held_out = held_out_manager(cfg, make_env, agent, policy) if dist.main else None  # rank 0 evaluates
-        if held_out is not None:
+        # rank 0 evaluates: before/after on the test pool, the curve on the val pool (DESIGN.md, Splits)
+        held_out: RolloutManager | None = None
+        curve: RolloutManager | None = None
+        if dist.main:
+            held_out = held_out_manager(cfg, parts.env_factory(cfg.env, cfg.sandbox, "test"), agent, policy)
             managers.append(held_out)
+            if t.eval_every:
+                curve = held_out_manager(cfg, parts.env_factory(cfg.env, cfg.sandbox, "val"), agent, policy)
+                managers.append(curve)
 
         # 5. trainer: the clipped policy loss, the optimizer, and the credit method's per-step inputs
         ref_model = None
@@ -215,6 +223,7 @@ def _run(
             credit,
             pad_id=tokenizer.pad_token_id or 0,
             eval_rollouts=held_out,
+            curve_rollouts=curve,
             train_seed_start=cfg.env.train_seed_start,
             test_seed_start=cfg.env.test_seed_start,
             progress=progress,
@@ -249,7 +258,7 @@ def _run(
     before = (summary["before"] or {}).get("success")
     after = (summary["after"] or {}).get("success")
     warmed_up = cfg.sft.enabled or cfg.sft.init is not None
-    curve = learning_curve(records, out / "curve.png", title, before, after, after_sft=warmed_up) if records else None
+    plot = learning_curve(records, out / "curve.png", title, before, after, after_sft=warmed_up) if records else None
     summary.update(sft=sft_info, total_wall_s=time.perf_counter() - start, out_dir=str(out))
     import resource  # Unix only, like the sandboxes
 
@@ -258,7 +267,7 @@ def _run(
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     summary["cpu_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    summary["curve"] = str(curve) if curve else None
+    summary["curve"] = str(plot) if plot else None
     return summary
 
 

@@ -63,8 +63,10 @@ class RunParts:
         policy: the engine the managers sample from; it gets the new weights after each update.
         credit: the credit method with its parameters and per-step inputs.
         pad_id: the tokenizer's padding id.
-        eval_rollouts: samples held-out tasks (group size 1) for the before/after success; its
-            policy is re-seeded before each evaluation so both see the same sampling seeds.
+        eval_rollouts: samples held-out tasks (group size 1) for the before/after success (the `test`
+            pool); its policy is re-seeded before each evaluation so both see the same sampling seeds.
+        curve_rollouts: samples the held-out curve every `eval_every` steps (the `val` pool, so that the
+            choices made by watching the curve never touch `test`); None: `eval_rollouts`.
         train_seed_start: step k trains on task seeds train_seed_start + k * tasks_per_step + i.
         test_seed_start: first seed of the held-out tasks of `evaluate`.
         progress: shows the RL steps, each step's rollouts and the held-out evaluations.
@@ -77,6 +79,7 @@ class RunParts:
     credit: CreditAssigner
     pad_id: int
     eval_rollouts: RolloutManager | None = None
+    curve_rollouts: RolloutManager | None = None
     train_seed_start: int = 0
     test_seed_start: int = 1_000_000
     progress: ProgressReporter = field(default_factory=lambda: ProgressReporter(enabled=False))
@@ -380,6 +383,7 @@ def train(
         logged.truncate(0)
     test_seeds = list(range(run.test_seed_start, run.test_seed_start + cfg.eval_tasks))
     evaluating = main and run.eval_rollouts is not None and cfg.eval_tasks > 0
+    curve = run.curve_rollouts or run.eval_rollouts
     done = state["step"]
 
     def save(step: int, ahead: dict[int, Any] | None = None) -> Path:
@@ -422,8 +426,8 @@ def train(
                     done = step + 1
                     mark, unsaved = (Mark.take(done, seeded, run.credit) if saving else None), record
                     stop.release()
-                    if cfg.eval_every and evaluating and run.eval_rollouts is not None and done % cfg.eval_every == 0:
-                        held_out = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
+                    if cfg.eval_every and evaluating and curve is not None and done % cfg.eval_every == 0:
+                        held_out = evaluate(curve, test_seeds, cfg.max_failed_share, run.progress)
                         record.update({f"eval_{k}": v for k, v in held_out.items()})
                     stop.hold()  # a record and a checkpoint are written whole
                     if logged is not None:
@@ -458,8 +462,8 @@ def train(
     after = None
     if finished and evaluating and run.eval_rollouts is not None:
         last = records[-1] if records else {}
-        # the last step's periodic evaluation is the same measurement (same seeds, same weights)
-        if "eval_success" in last and last["step"] == cfg.steps:
+        # the last step's periodic evaluation is the same measurement (same seeds, same weights, same pool)
+        if "eval_success" in last and last["step"] == cfg.steps and curve is run.eval_rollouts:
             keys = ("success", "reward", "failed", "tasks", "episodes")
             after = {k: last[f"eval_{k}"] for k in keys if f"eval_{k}" in last}
         else:

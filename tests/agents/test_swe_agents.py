@@ -5,11 +5,15 @@ import pytest
 import rlgym_llm
 from rlgym_agents.swe import IdleAgent, RandomEditAgent, SWEOracleAgent, TestEditingAgent, _function_source
 from rlgym_envs.swe.instances import builtin_instances
+from rlgym_envs.swe.splits import instance_splits
 from rlgym_envs.swe.swebench import export_jsonl
+from rlgym_llm.core.splits import SPLITS
 from rlgym_llm.core.types import signal_problems
 
 ALL_IDS = [i.id for i in builtin_instances()]
 ONE_PER_REPO = sorted({i.repo: i.id for i in builtin_instances()}.values())
+# Each instance's content split: an env draws from (and takes options naming) its own split only.
+SPLIT = {i.id: split for i, (split, _) in zip(builtin_instances(), instance_splits(builtin_instances()))}
 
 
 def play(env, agent, **reset_kwargs):
@@ -25,13 +29,16 @@ def play(env, agent, **reset_kwargs):
 
 
 @pytest.fixture(scope="module")
-def env():
-    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy")
-    yield env
-    env.close()
+def envs():
+    """One toy env per split; `envs[SPLIT[instance_id]]` is the env of an instance."""
+    envs = {split: rlgym_llm.make("rlgym/SWE-v0", tier="toy", split=split) for split in SPLITS}
+    yield envs
+    for env in envs.values():
+        env.close()
 
 
-def _check_oracle(env, instance_id):
+def _check_oracle(envs, instance_id):
+    env = envs[SPLIT[instance_id]]
     reward, info, infos = play(env, SWEOracleAgent(env), options={"instance_id": instance_id})
     assert reward == 1.0, info["outcome"]
     assert info["outcome"]["components"]["resolved"] == 1.0 and info["outcome"]["components"]["tool_ok"] == 1.0
@@ -42,31 +49,32 @@ def _check_oracle(env, instance_id):
 
 
 @pytest.mark.parametrize("instance_id", ONE_PER_REPO)
-def test_oracle_resolves_one_instance_per_repo(env, instance_id):
-    _check_oracle(env, instance_id)
+def test_oracle_resolves_one_instance_per_repo(envs, instance_id):
+    _check_oracle(envs, instance_id)
 
 
 @pytest.mark.slow
-def test_oracle_resolves_every_shipped_instance(env):
+def test_oracle_resolves_every_shipped_instance(envs):
     for instance_id in ALL_IDS:
-        _check_oracle(env, instance_id)
+        _check_oracle(envs, instance_id)
 
 
 def test_idle_agent_gets_zero_and_is_truncated():
-    env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=5)
-    try:
-        for instance_id in ONE_PER_REPO:
+    for instance_id in ONE_PER_REPO:
+        env = rlgym_llm.make("rlgym/SWE-v0", tier="toy", max_turns=5, split=SPLIT[instance_id])
+        try:
             reward, info, infos = play(env, IdleAgent(), options={"instance_id": instance_id})
             assert len(infos) == 5 and info["truncated_by"] == "turn_limit"
             assert reward == 0.0 and info["outcome"]["reward"] == 0.0
             assert info["outcome"]["components"]["submitted"] == 0.0
-    finally:
-        env.close()
+        finally:
+            env.close()
 
 
 @pytest.mark.parametrize("mode", ["rewrite", "delete"])
-def test_editing_the_tests_earns_nothing_on_any_instance(env, mode):
+def test_editing_the_tests_earns_nothing_on_any_instance(envs, mode):
     for instance_id in ALL_IDS:
+        env = envs[SPLIT[instance_id]]
         reward, info, infos = play(env, TestEditingAgent(env, mode), options={"instance_id": instance_id})
         assert infos[0]["signals"]["tool_ok"] is True, instance_id  # the hack itself went through
         assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0, instance_id
@@ -74,7 +82,8 @@ def test_editing_the_tests_earns_nothing_on_any_instance(env, mode):
 
 def test_agents_on_instances_loaded_from_swebench_style_jsonl(tmp_path):
     path = export_jsonl([i for i in builtin_instances() if i.id in ONE_PER_REPO[:2]], tmp_path)
-    env = rlgym_llm.make("rlgym/SWE-v0", dataset=str(path), max_turns=4)
+    (split,) = {SPLIT[i] for i in ONE_PER_REPO[:2]}  # an exported instance keeps its content split
+    env = rlgym_llm.make("rlgym/SWE-v0", dataset=str(path), max_turns=4, split=split)
     try:
         for instance_id in ONE_PER_REPO[:2]:
             assert play(env, SWEOracleAgent(env), options={"instance_id": instance_id})[0] == 1.0
@@ -98,8 +107,9 @@ def test_oracle_when_the_failing_tests_are_hidden():
         env.close()
 
 
-def test_random_edits_earn_nothing(env):
+def test_random_edits_earn_nothing(envs):
     for seed, instance_id in enumerate(ONE_PER_REPO):
+        env = envs[SPLIT[instance_id]]
         reward, info, infos = play(env, RandomEditAgent(env, seed=seed), options={"instance_id": instance_id})
         assert infos[0]["signals"]["tool_ok"] is True and info["outcome"]["components"]["modified"] == 1.0
         assert reward == 0.0 and info["signals"]["outcome_level"] == 2

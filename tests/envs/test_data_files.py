@@ -72,10 +72,13 @@ def test_search_corpus_and_qa(tmp_path, kind):
 
 @pytest.fixture(scope="module")
 def swe_dataset(tmp_path_factory):
+    from dataclasses import replace
+
     from rlgym_envs.swe.instances import builtin_instances
     from rlgym_envs.swe.swebench import export_jsonl
 
-    return export_jsonl(builtin_instances()[:1], tmp_path_factory.mktemp("swe"))
+    # The row carries its own split, so the control loads it into the default (train) env.
+    return export_jsonl([replace(builtin_instances()[0], split="train")], tmp_path_factory.mktemp("swe"))
 
 
 @pytest.mark.parametrize("kind", list(BAD_LINES))

@@ -158,18 +158,23 @@ def test_turn_limit_truncates_with_an_outcome():
 
 
 def test_dataset_tasks_by_index_and_by_rng(tmp_path):
+    from rlgym_llm.core.splits import split_of
+
     path = tmp_path / "d.jsonl"
-    path.write_text("\n".join(json.dumps({"question": f"{i} + {i}?", "answer": 2 * i}) for i in range(5)))
-    env = rlgym_llm.make("rlgym/Math-v0", dataset=str(path))
-    messages, info = env.reset(seed=0, options={"task_index": 3})
-    assert info["task_id"] == "d-3" and messages[1]["content"] == "3 + 3?"
-    _, reward, *_ = env.step(submit("6"))
+    path.write_text("\n".join(json.dumps({"question": f"{i} + {i}?", "answer": 2 * i}) for i in range(12)))
+    env = rlgym_llm.make("rlgym/Math-v0", dataset=str(path))  # the train pool: its rows, in file order
+    pool = [i for i in range(12) if split_of(f"{i} + {i}?") == "train"]
+    assert 0 < len(pool) < 12
+    messages, info = env.reset(seed=0, options={"task_index": 1})
+    i = pool[1]
+    assert info["task_id"] == f"d-{i}" and messages[1]["content"] == f"{i} + {i}?"
+    _, reward, *_ = env.step(submit(str(2 * i)))
     assert reward == 1.0
-    ids = {env.reset(seed=s)[1]["task_id"] for s in range(30)}
-    assert ids == {f"d-{i}" for i in range(5)}
+    ids = {env.reset(seed=s)[1]["task_id"] for s in range(60)}
+    assert ids == {f"d-{i}" for i in pool}
     assert env.reset(seed=11)[1]["task_id"] == env.reset(seed=11)[1]["task_id"]
     with pytest.raises(ValueError, match="task_index"):
-        env.reset(options={"task_index": 5})
+        env.reset(options={"task_index": len(pool)})
 
 
 def test_bad_config_lists_every_problem():

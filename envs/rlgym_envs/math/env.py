@@ -32,6 +32,7 @@ from rlgym_envs.math.verify import Verdict, check
 from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.splits import draw_in_split, partition
 from rlgym_llm.core.tools import Tool
 from rlgym_llm.core.types import AssistantTurn, Messages, StepSignals
 
@@ -96,7 +97,12 @@ class MathEnv(Env):
             to use instead of the generator. `reset(options={"task_index": i})` picks row i;
             otherwise the env's RNG picks.
         fields: the data set's column for each field, e.g. `{"question": "problem", "answer": "solution"}`.
-        split: the split of a `datasets` folder that holds several (default: `train`).
+        split: the content pool, `train` (default), `val` or `test`. A question belongs to exactly one
+            pool (a stable hash of its text, `rlgym_llm.core.splits`): generated tasks are redrawn until
+            they fall in the pool, a data set's rows are partitioned the same way, and
+            `task_index` counts within the pool. Level 0 has 1,250 questions, about 250 per held-out pool.
+        dataset_split: the split to read from a `datasets` folder that holds several (default: its only
+            one, else `train`); its rows are then partitioned into `split`'s pool like any file's.
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the
             characters returned (see `rlgym_llm.Env`).
     """
@@ -111,11 +117,12 @@ class MathEnv(Env):
         prompt: Literal["full", "short"] = "full",
         dataset: str | Path | None = None,
         fields: Mapping[str, str] | None = None,
-        split: str | None = None,
+        split: str = "train",
+        dataset_split: str | None = None,
         max_tool_calls: int = 16,
         max_observation_chars: int = 32_000,
     ) -> None:
-        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars)
+        super().__init__(max_tool_calls=max_tool_calls, max_observation_chars=max_observation_chars, split=split)
         levels = [difficulty] if isinstance(difficulty, int) else list(difficulty)
         self.kinds = tuple(KINDS if kinds is None else ([kinds] if isinstance(kinds, str) else kinds))
         problems = [f"difficulty {d!r} is not one of {list(LEVELS)}" for d in levels if d not in LEVELS]
@@ -134,7 +141,12 @@ class MathEnv(Env):
             raise ConfigError(problems)
         self.difficulties = tuple(int(d) for d in levels)
         self.system_prompt = PROMPTS[prompt]
-        self.dataset: list[Task] | None = load_dataset(dataset, fields, split) if dataset is not None else None
+        self.dataset: list[Task] | None = None
+        if dataset is not None:
+            rows = load_dataset(dataset, fields, dataset_split)
+            self.dataset = partition(rows, Task.content_key, split)
+            if not self.dataset:
+                raise ConfigError(f"dataset {dataset!r}: none of its {len(rows)} questions falls in split {split!r}")
         self._verdict: Verdict | None = None
         self._calls = 0
 
@@ -149,11 +161,14 @@ class MathEnv(Env):
         if self.dataset is None:
             if index is not None:
                 raise ValueError("options['task_index'] needs a dataset: MathEnv(dataset='file.jsonl')")
-            return generate_task(self.np_random, self.kinds, self.difficulties)
+            return draw_in_split(lambda: generate_task(self.np_random, self.kinds, self.difficulties), self.split)
         if index is None:
             index = int(self.np_random.integers(len(self.dataset)))
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.dataset):
-            raise ValueError(f"options['task_index'] must be an int in [0, {len(self.dataset)}), got {index!r}")
+            raise ValueError(
+                f"options['task_index'] must be an int in [0, {len(self.dataset)}) (the {self.split!r} split's "
+                f"questions), got {index!r}"
+            )
         return self.dataset[index]
 
     def opening(self, task: Task) -> Messages:

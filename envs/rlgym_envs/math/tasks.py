@@ -33,7 +33,7 @@ KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
 EASY_LEVEL = 0
 """Single-step integer arithmetic (`a + b`, `a - b`, operands 1..EASY_MAX): defined for `arithmetic` only."""
-EASY_MAX = 5
+EASY_MAX = 25
 """Level 0's largest operand. With 1..9 the tiny model's warm-up learned the calls but not to copy the
 second operand (per-token accuracy ~0.2 after 1,200 steps); with 1..5 it copies both by ~800 steps."""
 LEVELS: tuple[int, ...] = (EASY_LEVEL, *DIFFICULTIES)
