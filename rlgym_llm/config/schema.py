@@ -54,7 +54,9 @@ class EnvConfig:
             class's own registration; `DEFAULT_MAX_TURNS` when the env states none. A number here wins.
         kwargs: constructor keyword arguments, e.g. `{difficulty: 1}`.
         oracle: `module:Class` of a scripted expert for this env (SFT warm-up data); null: none.
-        train_seed_start: training tasks are the seeds train_seed_start, train_seed_start + 1, ...
+        train_seed_start: training tasks are the seeds train_seed_start, train_seed_start + 1, ...: first
+            the warm-up's demonstrations (`sft.episodes` of them), then RL's tasks, so that RL does not
+            train on the questions the warm-up saw answered.
         test_seed_start: held-out tasks for the before/after success measure start here.
         sandbox_kwarg: the constructor keyword that takes the sandbox backend name (code/swe envs);
             null for envs that run no code.

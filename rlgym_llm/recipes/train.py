@@ -203,7 +203,9 @@ def _run(
         trainer = PolicyTrainer(
             model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on, dist=dist
         )
-        first_tasks = cfg.env.train_seed_start
+        # RL's tasks follow the warm-up's demonstrations (seeds train_seed_start .. + sft.episodes - 1):
+        # RL on the questions the warm-up saw answered would reward recalling them, not the skill
+        first_tasks = cfg.env.train_seed_start + (cfg.sft.episodes if cfg.sft.enabled or cfg.sft.init else 0)
         credit = CreditAssigner.build(
             cfg.credit.method,
             cfg.credit.params,
@@ -224,7 +226,7 @@ def _run(
             pad_id=tokenizer.pad_token_id or 0,
             eval_rollouts=held_out,
             curve_rollouts=curve,
-            train_seed_start=cfg.env.train_seed_start,
+            train_seed_start=first_tasks,
             test_seed_start=cfg.env.test_seed_start,
             progress=progress,
             dist=dist,

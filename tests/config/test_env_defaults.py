@@ -1,6 +1,6 @@
 """Each env brings its own settings: configs/env/<env>.yaml (token budget, context, prompt; shared by
 `rlgym train` and `rlgym eval`) and configs/env_train/<env>.yaml (warm-up and RL budget). The demo's
-choices apply to the demo only: another env inherits none of them."""
+choices (Math-v0's) apply to Math only: another env inherits none of them."""
 
 import sys
 
@@ -8,28 +8,30 @@ import pytest
 
 from rlgym_llm.config import load_config
 
-DEMO = {"idle_prob": 0.5, "successful_only": False, "episodes": 512, "steps": 200}
+DEMO = {"idle_prob": 0.0, "successful_only": True, "episodes": 1024, "steps": 700}
 
 
 def test_the_demo_keeps_its_choices():
     cfg = load_config("train")
-    assert cfg.env.id == "toy/Counter-v0" and cfg.credit.method == "turn_grpo"
+    # the main job (configs/env_train/math.yaml, docs/math_env.md): the oracle's successful episodes from
+    # the train pool, 700 steps at lr 3e-4 on a cosine; test-pool success before and after RL
+    assert cfg.env.id == "rlgym/Math-v0" and cfg.credit.method == "turn_grpo"
     assert {k: getattr(cfg.sft, k) for k in DEMO} == DEMO
-    assert (cfg.trainer.eval_tasks, cfg.trainer.eval_every, cfg.trainer.eval_temperature) == (96, 5, 1.0)
-    assert cfg.policy.sampling.max_tokens == 24 and not cfg.agent.tool_schemas
-
-
-def test_math_inherits_none_of_the_demo_choices():
-    cfg = load_config("train", ["env=math", "credit=grpo", "trainer.steps=3"])
-    # Math's own tier (configs/env_train/math.yaml, docs/math_env.md): the re-checking teacher with its
-    # failures kept, no idle turns, 600 steps at lr 3e-4 on a cosine
-    assert (cfg.sft.idle_prob, cfg.sft.successful_only, cfg.sft.episodes, cfg.sft.steps) == (0.0, False, 256, 600)
     assert (cfg.sft.lr, cfg.sft.lr_schedule) == (3e-4, "cosine")
-    assert cfg.env.oracle == "rlgym_agents.math:MathRecheckTeacher"
-    assert {k: getattr(cfg.sft, k) for k in DEMO} != DEMO
-    assert (cfg.trainer.eval_tasks, cfg.trainer.eval_every, cfg.trainer.eval_temperature) == (64, 10, 1.0)
-    assert cfg.policy.sampling.max_tokens == 48
+    assert cfg.env.oracle == "rlgym_agents.math:MathOracleAgent"
+    assert (cfg.trainer.eval_tasks, cfg.trainer.eval_every, cfg.trainer.eval_temperature) == (200, 0, 1.0)
+    assert (cfg.trainer.tasks_per_step, cfg.trainer.group_size, cfg.trainer.optim.lr) == (16, 4, 5e-5)
+    assert cfg.policy.sampling.max_tokens == 48 and not cfg.agent.tool_schemas
     assert cfg.env.kwargs == {"difficulty": 0, "kinds": ["arithmetic"], "prompt": "short"}
+
+
+def test_counter_inherits_none_of_the_demo_choices():
+    cfg = load_config("train", ["env=counter", "credit=grpo", "trainer.steps=3"])
+    assert (cfg.sft.idle_prob, cfg.sft.successful_only, cfg.sft.episodes, cfg.sft.steps) == (0.0, True, 512, 200)
+    assert {k: getattr(cfg.sft, k) for k in DEMO} != DEMO
+    assert (cfg.trainer.eval_tasks, cfg.trainer.eval_every, cfg.trainer.eval_temperature) == (96, 5, 1.0)
+    assert cfg.policy.sampling.max_tokens == 24
+    assert cfg.env.id == "toy/Counter-v0" and cfg.env.oracle == "rlgym_llm.testing.toy:CounterPlayer"
 
 
 @pytest.mark.parametrize(

@@ -26,4 +26,4 @@ def test_a_folder_of_ones_own_adds_group_options(mine, monkeypatch):
 
 def test_a_shipped_option_keeps_its_file(mine):
     (mine / "env" / "counter.yaml").write_text(SHORT.replace("max_turns: 2", "max_turns: 7"))
-    assert load_config("train", [], extra=[mine]).env.max_turns == 4  # configs/env/counter.yaml
+    assert load_config("train", ["env=counter"], extra=[mine]).env.max_turns == 4  # configs/env/counter.yaml

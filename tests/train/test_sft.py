@@ -81,9 +81,9 @@ def test_a_noisy_teacher_under_a_turn_limit_fails_and_successful_only_filters(ag
 
 
 def test_the_main_jobs_demonstrations_do_not_drift():
-    """Golden: the noisy teacher's demonstrations of the main job (configs/train.yaml) for seeds 0-15,
+    """Golden: the oracle's demonstrations of the main job (configs/train.yaml, Math-v0) for seeds 0-15,
     token ids, loss masks and rewards, as the SFT loop wrote them before it ran through the rollout
-    manager. If Counter's text or the chat template changed on purpose, update the hash."""
+    manager. If Math's text or the chat template changed on purpose, update the hash."""
     import hashlib
     import json
 
@@ -104,7 +104,7 @@ def test_the_main_jobs_demonstrations_do_not_drift():
     )
     rows = [(t.seed, t.token_ids, t.loss_mask, t.reward) for t in demos]
     digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
-    assert digest == "00b65898e0f5db089826819f7139ac5323ee7395d55f059ade5c0c75589dd4a7"
+    assert digest == "c8e965990d02bf53d01fb433ce4fad815c747ea06b266d39d2c5a67ebb5414d4"
 
 
 def test_a_failing_oracle_is_recorded_and_left_out(agent, tiny_tokenizer):

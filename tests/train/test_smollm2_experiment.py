@@ -13,8 +13,8 @@ from rlgym_llm.config import load_config
 def test_the_preset_is_a_warm_up_then_full_fine_tuning_grpo():
     cfg = load_config("train", ["+experiment=smollm2_math"])
     assert (cfg.policy.model, cfg.env.id) == ("smollm2", "rlgym/Math-v0")
-    assert cfg.env.oracle == "rlgym_agents.math:MathTeacher"
-    assert cfg.sft.enabled and (cfg.sft.steps, cfg.sft.successful_only) == (12, False)
+    assert cfg.env.oracle == "rlgym_agents.math:MathOracleAgent"  # the honest start: the oracle
+    assert cfg.sft.enabled and (cfg.sft.steps, cfg.sft.successful_only) == (12, True)
     assert cfg.credit.method == "grpo" and not cfg.trainer.lora.enabled and cfg.trainer.eval_temperature == 1.0
 
 

@@ -26,7 +26,9 @@ COMMON = [
     "trainer.eval_temperature=0",
     "trainer.save_every=0",
 ]
-WARM_UP = ["sft.episodes=128", "sft.steps=40", "sft.idle_prob=0"]
+# the toy Counter with one-digit starts (50 (start, target) pairs): a warm-up of 40 steps moves greedy success
+WARM_UP = ["env=counter", "env.kwargs.max_start=9", "env.kwargs.max_target=5"]
+WARM_UP += ["sft.episodes=128", "sft.steps=40", "sft.idle_prob=0"]
 
 
 @pytest.mark.timeout(1800)
@@ -42,6 +44,7 @@ def test_vllm_runs_serve_the_warm_up_weights(vllm_python, tmp_path, monkeypatch)
 
     out = tmp_path / "train"
     overrides = [f"out_dir={out}", f"sft.init={sft_out / 'sft_model'}", "trainer.steps=1", "trainer.tasks_per_step=2"]
+    overrides += WARM_UP[:3]  # the same env
     assert main(["train", *overrides, "trainer.group_size=4", *COMMON]) == 0
     summary = json.loads((out / "summary.json").read_text())
     # the same greedy measure on the same weights and tasks (one task's worth of slack)

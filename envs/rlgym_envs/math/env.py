@@ -86,7 +86,7 @@ class MathEnv(Env):
 
     Args:
         difficulty: a level in 1..3, or a list of levels to draw from (generated tasks only).
-            Level 0 (`kinds=["arithmetic"]` only) is one `+` or `-` of two operands in 1..5, the
+            Level 0 (`kinds=["arithmetic"]` only) is one `+` or `-` of two operands in 1..99, the
             tier of `configs/env/math.yaml`.
         kinds: task kinds to draw from, a subset of `arithmetic`, `fraction`, `linear`, `word`
             (default: all).
@@ -100,7 +100,7 @@ class MathEnv(Env):
         split: the content pool, `train` (default), `val` or `test`. A question belongs to exactly one
             pool (a stable hash of its text, `rlgym_llm.core.splits`): generated tasks are redrawn until
             they fall in the pool, a data set's rows are partitioned the same way, and
-            `task_index` counts within the pool. Level 0 has 1,250 questions, about 250 per held-out pool.
+            `task_index` counts within the pool. Level 0 has 19,602 questions, about 3,900 per held-out pool.
         dataset_split: the split to read from a `datasets` folder that holds several (default: its only
             one, else `train`); its rows are then partitioned into `split`'s pool like any file's.
         max_tool_calls, max_observation_chars: the per-turn caps on tool calls run and on the

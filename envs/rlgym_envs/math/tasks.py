@@ -1,8 +1,8 @@
 """Math tasks: a seeded procedural generator and a loader for JSONL datasets.
 
 Generated tasks come in four kinds (`arithmetic`, `fraction`, `linear`, `word`) and three
-difficulty levels, plus level 0 for `arithmetic` only: one `+` or `-` of two operands in 1..5
-("Compute 4 - 3."), the tier the tiny model can learn after a short warm-up (`configs/env/math.yaml`). Every number is drawn from the `numpy.random.Generator` passed in (the env's
+difficulty levels, plus level 0 for `arithmetic` only: one `+` or `-` of two operands in 1..99
+("Compute 47 - 3."), the tier the tiny model can learn after a short warm-up (`configs/env/math.yaml`). Every number is drawn from the `numpy.random.Generator` passed in (the env's
 `np_random`), so a seed fixes the task. The exact answer is computed with the safe calculator,
 and `meta["expression"]` is an arithmetic expression whose value is the answer: the structure an
 oracle agent can use.
@@ -33,9 +33,11 @@ KINDS: tuple[str, ...] = ("arithmetic", "fraction", "linear", "word")
 DIFFICULTIES: tuple[int, ...] = (1, 2, 3)
 EASY_LEVEL = 0
 """Single-step integer arithmetic (`a + b`, `a - b`, operands 1..EASY_MAX): defined for `arithmetic` only."""
-EASY_MAX = 25
-"""Level 0's largest operand. With 1..9 the tiny model's warm-up learned the calls but not to copy the
-second operand (per-token accuracy ~0.2 after 1,200 steps); with 1..5 it copies both by ~800 steps."""
+EASY_MAX = 99
+"""Level 0's largest operand. 1..99 gives 19,602 questions (about 11,800 / 3,900 / 3,900 in the train /
+val / test pools): too many to memorise, so a policy that passes unseen questions has learned to copy
+the operands and the calculator's result. With 1..5 (50 questions, until 2026-12-05) the warm-up's
+clone answered held-out questions it had also seen in training."""
 LEVELS: tuple[int, ...] = (EASY_LEVEL, *DIFFICULTIES)
 SAMPLE_DATASET = "sample"  # `dataset="sample"` names the JSONL file shipped with the package
 

@@ -1,0 +1,188 @@
+"""Does the main job (`make demo`: `rlgym train` with the default config) learn on tasks it never trained on?
+
+    python benchmarks/learning/demo_gain.py              # 5 seeds of the main job, then the report (resumable)
+    python benchmarks/learning/demo_gain.py --seeds 0 1 2 3 4 5 6 7 --jobs 2
+    python benchmarks/learning/demo_gain.py --report     # only the report, from the run folders
+    python benchmarks/learning/demo_gain.py --quick      # smoke of this script: a tiny budget, its own folder
+
+Each seed runs the whole main job with nothing changed but `seed=` (and its own run folder): its own
+warm-up on the env's oracle (the honest start, train pool), its own RL steps on train-pool tasks, and
+success before and after RL on the same test-pool tasks (never trained on; `split=test`) with the same
+sampling seeds. The unit is the seed: the paired difference after - before per seed, with a bootstrap
+and a paired t interval over seeds (`rlgym_llm.eval.paired_seed_comparison`); the claim holds when
+both intervals lie above 0. The report states the distinct test tasks, the episodes, the start, the
+wall time and the peak memory of each run.
+
+Run folders: `runs/learning/demo_gain/`; results: `benchmarks/results/learning/demo_gain.{md,json}`
+(`--quick`: `runs/learning/demo_gain_quick/`, results beside its runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
+
+from rlgym_llm.config import load_config
+from rlgym_llm.eval import paired_seed_comparison
+
+QUICK_OVERRIDES = ("sft.steps=5", "sft.episodes=16", "trainer.tasks_per_step=2", "trainer.group_size=4")
+
+
+def folder(quick: bool) -> Path:
+    return ROOT / "runs" / "learning" / ("demo_gain_quick" if quick else "demo_gain")
+
+
+def overrides(quick: bool) -> list[str]:
+    return [*QUICK_OVERRIDES, "trainer.steps=2", "trainer.eval_tasks=8"] if quick else []
+
+
+def train_cmd(quick: bool, seed: int) -> list[str]:
+    path = folder(quick) / f"s{seed}"
+    return [
+        "/usr/bin/time",
+        "-f",
+        "peak_rss_kb=%M",
+        sys.executable,
+        "-m",
+        "rlgym_llm.cli.main",
+        "train",
+        f"seed={seed}",
+        *overrides(quick),
+        "progress=false",
+        "trainer.threads=1",
+        f"out_dir={path}",
+        *([f"resume={path}"] if (path / "config.yaml").exists() else []),
+    ]
+
+
+def steps(quick: bool) -> int:
+    return int(load_config("train", overrides(quick)).trainer.steps)
+
+
+def grid(quick: bool, seeds: list[int], jobs: int) -> None:
+    todo = [s for s in seeds if not is_complete(folder(quick) / f"s{s}", steps(quick))]
+    print(f"{len(todo)} runs to do", flush=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda s: _run(train_cmd(quick, s), folder(quick) / f"s{s}.log"), todo))
+
+
+def _peak_mb(log: Path) -> float | None:
+    if not log.exists():
+        return None
+    found = [line for line in log.read_text().splitlines() if line.startswith("peak_rss_kb=")]
+    return int(found[-1].split("=")[1]) / 1024 if found else None
+
+
+def collect(quick: bool, seeds: list[int]) -> list[dict]:
+    runs = []
+    for seed in seeds:
+        path = folder(quick) / f"s{seed}"
+        if not is_complete(path, steps(quick)):
+            continue
+        summary = json.loads((path / "summary.json").read_text())
+        before, after = summary["before"], summary["after"]
+        sft = json.loads((path / "sft_summary.json").read_text()) if (path / "sft_summary.json").exists() else {}
+        runs.append(
+            {
+                "seed": seed,
+                "before": before["success"],
+                "after": after["success"],
+                "gain": after["success"] - before["success"],
+                "tasks": before.get("tasks"),
+                "episodes": before.get("episodes"),
+                "wall_s": summary.get("total_wall_s"),
+                "peak_mb": _peak_mb(path.with_suffix(".log")),
+                "sft": {k: sft.get(k) for k in ("episodes", "steps", "demo_success")},
+            }
+        )
+    return runs
+
+
+def write(quick: bool, runs: list[dict], command: str) -> Path:
+    out = folder(quick) if quick else RESULTS
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = load_config("train", overrides(quick))
+    generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    comparison = (
+        paired_seed_comparison([r["after"] for r in runs], [r["before"] for r in runs]) if len(runs) >= 2 else None
+    )
+    data = {"command": command, "generated": generated, "runs": runs}
+    data["config"] = {
+        "env": cfg.env.id,
+        "env_kwargs": dict(cfg.env.kwargs),
+        "oracle": cfg.env.oracle,
+        "sft": {"episodes": cfg.sft.episodes, "steps": cfg.sft.steps, "lr": cfg.sft.lr},
+        "credit": cfg.credit.method,
+        "steps": cfg.trainer.steps,
+        "eval_tasks": cfg.trainer.eval_tasks,
+        "eval_temperature": cfg.trainer.eval_temperature,
+    }
+    if comparison is not None:
+        data["paired"] = {k: getattr(comparison, k) for k in ("n", "diff", "low", "high", "t_low", "t_high", "sd", "mdd")}
+    (out / "demo_gain.json").write_text(json.dumps(data, indent=1))
+    tasks = sorted({r["tasks"] for r in runs if r["tasks"] is not None})
+    lines = [
+        "# The main job: success on unseen test tasks before and after RL",
+        "",
+        f"Command: `{command}` (resumable; `--report` rewrites this file from the run folders). Generated {generated};"
+        " 1 torch thread per run, 2 CPU cores shared with other jobs.",
+        "",
+        *(["A smoke of the script (`--quick`): its numbers mean nothing.", ""] if quick else []),
+        f"Each seed: `rlgym train seed=<s>` (the default config: {cfg.env.id} with {dict(cfg.env.kwargs)};"
+        f" start: the tiny model warmed up on {cfg.sft.episodes} demonstrations of the env's oracle"
+        f" `{cfg.env.oracle}` from the train pool, {cfg.sft.steps} steps; then {cfg.trainer.steps} steps of"
+        f" {cfg.credit.method} on train-pool tasks). Success is measured on the **test pool** (content no"
+        f" training step or warm-up ever sees): one episode per task at temperature {cfg.trainer.eval_temperature},"
+        f" the same tasks and sampling seeds before and after RL; distinct test tasks per measure: {tasks}.",
+        "",
+        "| seed | test success before RL | after | gain | distinct test tasks | episodes | wall s | peak MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        peak = f"{r['peak_mb']:.0f}" if r["peak_mb"] is not None else "-"
+        wall = f"{r['wall_s']:.0f}" if r["wall_s"] is not None else "-"
+        lines.append(
+            f"| {r['seed']} | {r['before']:.3f} | {r['after']:.3f} | {r['gain']:+.3f} | {r['tasks']} |"
+            f" {r['episodes']} | {wall} | {peak} |"
+        )
+    lines.append("")
+    if comparison is not None:
+        c = comparison
+        holds = c.low > 0 and c.t_low > 0
+        lines += [
+            f"Paired over {c.n} seeds (after - before): mean {c.diff:+.3f}, bootstrap 95% CI [{c.low:+.3f}, {c.high:+.3f}],"
+            f" paired t 95% CI [{c.t_low:+.3f}, {c.t_high:+.3f}], sd {c.sd:.3f}, MDD {c.mdd:.3f}."
+            f" **{'Learns on unseen tasks' if holds else 'No significant gain'}** (both intervals above 0: {holds}).",
+            "",
+        ]
+    (out / "demo_gain.md").write_text("\n".join(lines))
+    return out / "demo_gain.md"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--report", action="store_true", help="only write the report from the run folders")
+    parser.add_argument("--quick", action="store_true", help="a smoke of this script: tiny budget, own folder")
+    args = parser.parse_args()
+    command = "python benchmarks/learning/demo_gain.py " + " ".join(sys.argv[1:])
+    stop_on_signal()
+    if not args.report:
+        grid(args.quick, args.seeds, args.jobs)
+    runs = collect(args.quick, args.seeds)
+    path = write(args.quick, runs, command.strip())
+    print(f"wrote {path} ({len(runs)} runs)")
+    missing = len(args.seeds) - len(runs)
+    return 1 if missing and not args.report else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
