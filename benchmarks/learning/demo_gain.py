@@ -125,7 +125,9 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
         "eval_temperature": cfg.trainer.eval_temperature,
     }
     if comparison is not None:
-        data["paired"] = {k: getattr(comparison, k) for k in ("n", "diff", "low", "high", "t_low", "t_high", "sd", "mdd")}
+        data["paired"] = {
+            k: getattr(comparison, k) for k in ("n", "diff", "low", "high", "t_low", "t_high", "sd", "mdd")
+        }
     (out / "demo_gain.json").write_text(json.dumps(data, indent=1))
     tasks = sorted({r["tasks"] for r in runs if r["tasks"] is not None})
     lines = [
