@@ -25,7 +25,10 @@ def bench(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     results = tmp_path / "results"
     results.mkdir()
-    shutil.copy(ROOT / "benchmarks" / "results" / "learning" / "learning.json", results / "learning.json")
+    # the stored grid (archived: measured on training content, before the content splits); the report
+    # code is what is tested, so any stored learning.json with per-run results serves
+    stored = ROOT / "benchmarks" / "results" / "learning" / "archive" / "learning.json"
+    shutil.copy(stored, results / "learning.json")
     monkeypatch.setattr(module, "RESULTS", results)
     monkeypatch.setattr(module, "RUNS", tmp_path / "no_runs")  # only the stored per-run results
     return module, results

@@ -76,8 +76,8 @@ class EnvSpec:
         ]
 
 
-# Sized for 2 CPU cores shared by several jobs (benchmarks/results/learning/learning.md gives the CPU
-# seconds per run): 4 RL steps, held-out success before and after them. `rlgym train env=<testbed>` itself runs the
+# Sized for 2 CPU cores shared by several jobs (benchmarks/results/learning/archive/learning.md gave the
+# CPU seconds per run): 4 RL steps, held-out success before and after them. `rlgym train env=<testbed>` itself runs the
 # 8 steps of configs/env_train/<testbed>.yaml.
 TESTBED_BUDGET = {
     "steps": 4,
