@@ -94,9 +94,12 @@ class Ours(System):
         self.reuse = reuse
         import rlgym_llm
         from rlgym_agents.tool_calling import parse_tool_calls
+        from rlgym_llm.core.splits import split_of
 
         self._make = lambda: rlgym_llm.make("rlgym/Math-v0", dataset=data_path)
         self.parse = parse_tool_calls
+        # the env's train pool holds the rows whose question hashes to it; task_index counts within it
+        self.pool = [k for k, row in enumerate(rows) if split_of(row["question"].strip()) == "train"]
 
     def make(self) -> Any:
         return self._make() if self.reuse else None  # else a fresh env per episode, as the manager does
@@ -104,8 +107,11 @@ class Ours(System):
     def reset(self, env: Any, i: int) -> Any:
         if not self.reuse:
             env = self._make()
-        env.reset(options={"task_index": i})
+        env.reset(options={"task_index": i % len(self.pool)})
         return env
+
+    def answer_index(self, env: Any, i: int) -> int:
+        return self.pool[i % len(self.pool)]
 
     def step(self, env: Any, text: str) -> float:
         return env.step(self.parse(text))[1]

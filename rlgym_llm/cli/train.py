@@ -131,7 +131,7 @@ def run_train(args: argparse.Namespace) -> int:
     if summary.get("sft"):
         print(f"  SFT warm-up: {summary['sft']['steps']} steps on {summary['sft']['episodes']} oracle episodes")
     scope = held_out_scope([summary["before"], summary["after"]], cfg.trainer.eval_tasks)
-    print(f"  held-out success ({scope}): before RL {fmt(summary['before'])}, after {fmt(summary['after'])}")
+    print(f"  test-pool success ({scope}): before RL {fmt(summary['before'])}, after {fmt(summary['after'])}")
     updates = summary["updates"]
     why = ", ".join(f"{reason}: {n}" for reason, n in updates["skip_reasons"].items())
     print(f"  updates: {updates['done']} done, {updates['skipped']} skipped" + (f" ({why})" if why else ""))
@@ -206,7 +206,7 @@ def run_sft(args: argparse.Namespace) -> int:
     print(f"rlgym sft: {cfg.env.id}, {result['steps']} steps on {result['episodes']} oracle episodes")
     if result["success_before"] is not None:
         print(
-            f"  held-out success ({held_out_scope([{'tasks': result['held_out_tasks']}], result['held_out_episodes'])}): "
+            f"  test-pool success ({held_out_scope([{'tasks': result['held_out_tasks']}], result['held_out_episodes'])}): "
             f"before {result['success_before']:.3f}, after {result['success_after']:.3f}"
         )
     print(f"  model: {result['model']}  ({result['seconds']:.0f} s)")

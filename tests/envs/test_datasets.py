@@ -68,7 +68,7 @@ def test_rlgym_train_config_passes_the_dataset_to_math(tmp_path):
     messages, _ = env.reset(seed=3)
     assert any(r["problem"] in messages[-1]["content"] for r in ROWS)
     with pytest.raises(ConfigError, match="takes no data set"):
-        load_config("train", [f"env.dataset={path}"])  # the Counter demo reads no data set
+        load_config("train", ["env=counter", f"env.dataset={path}"])  # the toy Counter reads no data set
 
 
 def test_code_env_reads_its_task_file_from_a_datasets_folder_with_a_mapping(tmp_path):

@@ -17,8 +17,8 @@ def test_the_learning_tiers_pools_are_disjoint_and_each_holds_200_questions():
     pools = split_pools("rlgym/Math-v0", range(4000), **LEARNING_TIER)
     assert_disjoint(pools)
     sizes = {name: len(pool.keys) for name, pool in pools.items()}
-    # level 0 has 99 x 2 x 99 = 19,602 questions: 4,000 draws per pool rarely repeat one
-    assert all(size >= 3000 for size in sizes.values()), sizes
+    # level 0 has 99 x 2 x 99 = 19,602 questions (~3,900 in each held-out pool): 4,000 draws find ~2,500
+    assert all(size >= 2000 for size in sizes.values()), sizes
 
 
 def test_the_harder_tiers_are_split_too():
