@@ -67,7 +67,7 @@ def test_the_installed_package_comes_from_the_wheel_and_finds_its_configs(venv, 
 def test_print_config_and_one_training_step_outside_the_checkout(venv, tmp_path):
     shown = _run(venv, ["train", "--print-config"], tmp_path)
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert "toy/Counter-v0" in shown.stdout
+    assert "rlgym/Math-v0" in shown.stdout  # the main job's env
     args = ["train", f"out_dir={tmp_path / 'run'}", "sft.enabled=false", "progress=false", "trainer.steps=1"]
     args += ["trainer.tasks_per_step=2", "trainer.group_size=2", "trainer.eval_tasks=0", "trainer.threads=1"]
     trained = _run(venv, args, tmp_path)

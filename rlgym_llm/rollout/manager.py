@@ -323,7 +323,7 @@ class RolloutManager:
                 lambda: env.reset(seed=ref.seed, options=ref.options), phase=phase, turn=None
             )
             traj.task_id, traj.opening = str(info.get("task_id", "")), list(opening)
-            traj.metadata.update(_task_facts(env, info))
+            traj.metadata.update(task_facts(env, info))
             tools = info.get("tools")
             episode = Episode(env, ref.seed, list(opening), traj.sample_index)
             policy = self.policy.start(episode) if isinstance(self.policy, EpisodePolicy) else self.policy
@@ -395,13 +395,20 @@ def _close_envs(envs: list[Any]) -> None:
             logger.warning("closing a kept env failed: %s: %s", type(e).__name__, e)
 
 
-def _task_facts(env: Any, info: dict[str, Any]) -> dict[str, str]:
+def task_facts(env: Any, info: dict[str, Any]) -> dict[str, str]:
     """The reset task's content hash and split, where the env says them (an `Env`; its reset info)."""
     facts = {}
     unwrapped = getattr(env, "unwrapped", env)
-    if isinstance(unwrapped, Env):
-        key = unwrapped.task.content_key()
-        facts[TASK_KEY] = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    # by its methods, not isinstance: in a Ray actor the env's `Env` base may be another copy of the class
+    try:
+        task = unwrapped.task
+    except Exception:  # not reset, or no `task` attribute: no content key
+        task = None
+    content_key = getattr(task, "content_key", None)
+    if callable(content_key):
+        facts[TASK_KEY] = hashlib.sha256(str(content_key()).encode("utf-8")).hexdigest()[:16]
+    elif isinstance(info.get(TASK_KEY), str):  # a remote env (a Ray actor) hashed it where the task lives
+        facts[TASK_KEY] = info[TASK_KEY]
     if isinstance(info.get("split"), str):
         facts[SPLIT_KEY] = info["split"]
     return facts

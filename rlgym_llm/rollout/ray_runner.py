@@ -35,7 +35,7 @@ from rlgym_llm.core import registry
 from rlgym_llm.core.errors import MissingDependencyError, UnknownEnvError
 from rlgym_llm.core.types import FailureKind, Trajectory
 from rlgym_llm.rollout.errors import classify
-from rlgym_llm.rollout.manager import Agent, RolloutConfig, RolloutManager, TaskRef, _outcome_of
+from rlgym_llm.rollout.manager import TASK_KEY, Agent, RolloutConfig, RolloutManager, TaskRef, _outcome_of, task_facts
 from rlgym_llm.rollout.policy import Completion, Policy, SamplingParams
 from rlgym_llm.rollout.store import TrajectoryWriter
 
@@ -169,7 +169,9 @@ class EnvWorker:
             env = self._envs.get(key)
             if env is None:
                 env = self._envs[key] = self._make_env()
-            return env.reset(seed=seed, options=options)
+            obs, info = env.reset(seed=seed, options=options)
+            # the task's content hash, which the manager reads from the env itself when it runs locally
+            return obs, {**info, **{k: v for k, v in task_facts(env, {}).items() if k == TASK_KEY}}
         except Exception as e:
             _tag_failure(e)
             raise

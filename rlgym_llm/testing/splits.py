@@ -50,7 +50,7 @@ def split_pools(
         try:
             for seed in seeds:
                 opening, _ = env.reset(seed=seed)
-                task = env.unwrapped.task
+                task = env.unwrapped.task  # type: ignore[union-attr]  (an rlgym Env: make() builds one)
                 pool.episodes += 1
                 pool.prompts.add(_opening_text(opening))
                 pool.keys.add(task.content_key())

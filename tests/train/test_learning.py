@@ -19,6 +19,8 @@ pytestmark = pytest.mark.slow
 METHODS = ["grpo", "turn_grpo", "gated", "igpo", "spa", "gigpo"]
 STEPS = 2
 COMMON = ["progress=false", "trainer.threads=2", "trainer.eval_tasks=0", "trainer.save_every=0"]
+# the toy Counter with one-digit starts (50 (start, target) pairs; the main job trains Math-v0)
+COMMON += ["env=counter", "env.kwargs.max_start=9", "env.kwargs.max_target=5"]
 # Groups of 4 on 2 tasks per step: the warm-up's clone succeeds on about a quarter of its episodes,
 # so with seed 0 the steps get groups with both outcomes (GRPO skips a step whose groups all tie).
 RL = ["trainer.tasks_per_step=2", "trainer.group_size=4", f"trainer.steps={STEPS}"]
