@@ -50,7 +50,8 @@ def split_pools(
         try:
             for seed in seeds:
                 opening, _ = env.reset(seed=seed)
-                task = env.unwrapped.task  # type: ignore[union-attr]  (an rlgym Env: make() builds one)
+                # make() builds an rlgym Env, which carries the task it drew.
+                task = env.unwrapped.task  # type: ignore[union-attr]
                 pool.episodes += 1
                 pool.prompts.add(_opening_text(opening))
                 pool.keys.add(task.content_key())
