@@ -60,4 +60,4 @@ def test_an_env_budget_wins_over_the_policy_option_and_an_override_wins_over_bot
 
 def test_plain_eval_is_a_small_smoke_run():
     cfg = load_config("eval")
-    assert cfg.env.id == "toy/Counter-v0" and cfg.tasks * cfg.samples == 64 and cfg.ks == [1, 2, 4]
+    assert cfg.env.id == "rlgym/Math-v0" and cfg.tasks * cfg.samples == 64 and cfg.ks == [1, 2, 4]

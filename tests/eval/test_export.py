@@ -81,9 +81,9 @@ def test_eval_of_a_checkpoint_renders_prompts_as_the_run_did(tmp_path, tiny_mode
     overrides = ["sft.enabled=false", "agent.system_prompt=Be brief.", "agent.tool_schemas=true"]
     run, _ = _run(tmp_path, tiny_model_dir, [*overrides, "policy.sampling.max_tokens=40"])
     plain = load_config("eval", [])
-    # eval's own defaults (the Counter preset) differ from the run's prompt settings and budget
-    assert not plain.agent.tool_schemas and plain.policy.sampling.max_tokens == 24
-    cfg = with_run_settings(load_config("eval", [f"checkpoint={run}", "policy.sampling.max_tokens=24"]))
+    # eval's own defaults (the Math preset) differ from the run's prompt settings and budget
+    assert not plain.agent.tool_schemas and plain.policy.sampling.max_tokens == 48
+    cfg = with_run_settings(load_config("eval", [f"checkpoint={run}", "policy.sampling.max_tokens=48"]))
     assert cfg.agent.tool_schemas and cfg.agent.system_prompt == "Be brief."
     assert cfg.policy.sampling.max_tokens == 40 and cfg.policy.model == "tiny"
     assert main(["export", str(run), "--out", str(tmp_path / "out")]) == 0
