@@ -201,7 +201,14 @@ def _run(
         )
         optim = dataclasses.replace(t.optim, total_steps=t.optim.total_steps or t.steps)
         trainer = PolicyTrainer(
-            model, loss, optim, micro_batch_size=t.micro_batch_size, ref_model=ref_model, compute=on, dist=dist
+            model,
+            loss,
+            optim,
+            micro_batch_size=t.micro_batch_size,
+            mini_batches=t.mini_batches,
+            ref_model=ref_model,
+            compute=on,
+            dist=dist,
         )
         # RL's tasks follow the warm-up's demonstrations (seeds train_seed_start .. + sft.episodes - 1):
         # RL on the questions the warm-up saw answered would reward recalling them, not the skill

@@ -149,6 +149,11 @@ class TrainerConfig:
         tasks_per_step: tasks per batch; each is rolled out `group_size` times with one seed.
         group_size: G samples per task (group-relative credit needs >= 2).
         micro_batch_size: trajectories per forward/backward pass (gradients accumulate).
+        mini_batches: optimizer steps per RL step: the step's batch is split into this many
+            consecutive parts (whole groups when tasks_per_step divides evenly), each one
+            optimizer step, as PPO's mini-batches (verl's ppo_mini_batch_size, TRL's
+            steps_per_generation); the later parts are off-policy and the ratio clip acts. The
+            learning-rate schedule steps once per RL step. 1: one optimizer step per batch.
         filter_zero_variance: leave groups whose advantages are all 0 out of the loss (they add no
             gradient but dilute token-mean losses).
         off_policy_steps: how far rollout generation may run ahead of the update. 0: synchronous
@@ -213,6 +218,7 @@ class TrainerConfig:
     tasks_per_step: int = 8
     group_size: int = 8
     micro_batch_size: int = 16
+    mini_batches: int = 1
     filter_zero_variance: bool = True
     off_policy_steps: int = 0
     off_policy_threads: int = 0
@@ -241,6 +247,7 @@ class TrainerConfig:
                 "steps",
                 "tasks_per_step",
                 "micro_batch_size",
+                "mini_batches",
                 "keep_checkpoints",
                 "max_draws",
                 "nproc",

@@ -11,9 +11,10 @@ with half a batch each give the update of 1 process with all of it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,9 @@ class TrainBatch:
     loss_mask: torch.Tensor
     advantages: torch.Tensor
     engine_logp: torch.Tensor
+    # pi_old computed before the step's first optimizer step (set by `PolicyTrainer.update` when a
+    # batch is split into several mini-batches and loss.recompute_old_logp is on)
+    old_logp: torch.Tensor | None = None
 
     @classmethod
     def from_trajectories(
@@ -65,15 +69,18 @@ class TrainBatch:
 
     def to(self, device: torch.device) -> TrainBatch:
         """The same batch on `device`."""
-        return TrainBatch(*(x.to(device) for x in self._fields()))
+        return TrainBatch(*(x.to(device) for x in self._fields()), *self._old(lambda x: x.to(device)))
 
     def slice(self, start: int, end: int) -> TrainBatch:
         """Rows [start, end), trimmed to their longest sequence."""
         width = int(self.attention_mask[start:end].sum(-1).max())
-        return TrainBatch(*(x[start:end, :width] for x in self._fields()))
+        return TrainBatch(*(x[start:end, :width] for x in self._fields()), *self._old(lambda x: x[start:end, :width]))
 
     def _fields(self) -> tuple[torch.Tensor, ...]:
         return (self.input_ids, self.attention_mask, self.loss_mask, self.advantages, self.engine_logp)
+
+    def _old(self, f: Any) -> tuple[torch.Tensor, ...]:
+        return () if self.old_logp is None else (f(self.old_logp),)
 
 
 class PolicyTrainer:
@@ -84,6 +91,12 @@ class PolicyTrainer:
         loss: the loss settings.
         optim: optimizer and schedule.
         micro_batch_size: rows per forward/backward pass.
+        mini_batches: optimizer steps per `update`: the batch is split into this many consecutive
+            parts (whole groups when they divide evenly), each one optimizer step, as PPO's
+            mini-batches (verl's ppo_mini_batch_size, TRL's steps_per_generation). pi_old is the
+            weights before the first of them (the engine's logprobs, or recomputed once when
+            loss.recompute_old_logp is on), so the later parts are off-policy and the ratio clip
+            acts. The learning-rate schedule steps once per `update` (per RL step).
         ref_model: the frozen reference policy (required when `loss.kl_coef > 0`).
         lean_head: apply the LM head only to the positions that predict a trained token (see
             `train.forward`); False projects every position, as a plain forward pass does.
@@ -99,6 +112,7 @@ class PolicyTrainer:
         loss: LossConfig | None = None,
         optim: OptimConfig | None = None,
         micro_batch_size: int = 8,
+        mini_batches: int = 1,
         ref_model: Any | None = None,
         lean_head: bool = True,
         compute: Compute | None = None,
@@ -117,7 +131,10 @@ class PolicyTrainer:
             raise ValueError("agg=seq-mean-token-sum-norm needs loss.norm_const (e.g. the most completion tokens)")
         if self.optim_cfg.schedule != "constant" and self.optim_cfg.total_steps is None:
             raise ValueError(f"schedule={self.optim_cfg.schedule} needs optim.total_steps (the run's steps)")
+        if mini_batches < 1:
+            raise ValueError(f"mini_batches={mini_batches} must be >= 1")
         self.micro_batch_size = micro_batch_size
+        self.mini_batches = mini_batches
         self.ref_model = ref_model
         self.lean_head = lean_head
         params = [p for p in model.parameters() if p.requires_grad]
@@ -161,12 +178,41 @@ class PolicyTrainer:
         return range(0, len(batch), self.micro_batch_size)
 
     def update(self, batch: TrainBatch | None) -> dict[str, float]:
-        """One optimizer step over `batch` (gradient accumulation over micro-batches). Returns metrics.
+        """One RL step over `batch`: `mini_batches` optimizer steps (each with gradient accumulation
+        over micro-batches), then one step of the schedule. Returns metrics (the mini-batches'
+        mean; `grad_norm` their mean, `optimizer_steps` their number).
 
         With several processes every rank calls it with its part of the batch (None: nothing this
         step, the rank still joins the gradient averaging); the metrics are the whole batch's."""
-        metrics = self.accumulate(batch)
-        return {**metrics, **self.apply_gradients()}
+        if self.mini_batches == 1:
+            metrics = self.accumulate(batch)
+            return {**metrics, **self.apply_gradients(), "optimizer_steps": 1.0}
+        parts = self._mini_batches(batch)
+        out: dict[str, float] = {}
+        norms = []
+        for part in parts:
+            if part is None and not self.dist.enabled:
+                continue  # fewer rows than mini-batches: no step for an empty part
+            metrics = self.accumulate(part)
+            norms.append(self._optimizer_step())
+            for k, v in metrics.items():
+                out[k] = out.get(k, 0.0) + (v if k == "tokens" else v / len(parts))
+        if not norms:
+            raise ValueError("an update needs a batch (None is for a rank with nothing to train on)")
+        self.scheduler.step()
+        self.step += 1
+        lr = float(self.scheduler.get_last_lr()[0])
+        return {**out, "grad_norm": float(np.mean(norms)), "lr": lr, "optimizer_steps": float(len(norms))}
+
+    def _mini_batches(self, batch: TrainBatch | None) -> list[TrainBatch | None]:
+        """`batch` in `mini_batches` consecutive parts (None for a part with no rows: a rank with
+        fewer rows still takes every optimizer step), each carrying pi_old of the weights now."""
+        if batch is None:
+            return [None] * self.mini_batches
+        if self.loss_cfg.recompute_old_logp:
+            batch = replace(batch, old_logp=self._old_logp(batch).cpu() if batch.old_logp is None else batch.old_logp)
+        bounds = np.linspace(0, len(batch), self.mini_batches + 1).round().astype(int)
+        return [batch.slice(a, b) if b > a else None for a, b in itertools.pairwise(bounds)]
 
     def _totals(self, batch: TrainBatch) -> BatchTotals:
         """The whole batch's token and sequence counts (summed over the ranks)."""
@@ -230,7 +276,10 @@ class PolicyTrainer:
         # One optimizer step per batch: every micro-batch's forward pass runs at the weights before
         # the step, so the recomputed pi_old is that pass, detached (no second pass, as TRL's
         # num_iterations=1); the engine's (behaviour) logprobs then enter the truncated IS weight.
-        old = logp.detach() if cfg.recompute_old_logp else mb.engine_logp
+        if mb.old_logp is not None:  # mini-batches: pi_old is the weights before the step's first one
+            old = mb.old_logp
+        else:
+            old = logp.detach() if cfg.recompute_old_logp else mb.engine_logp
         engine = mb.engine_logp if cfg.recompute_old_logp else None
         out = policy_loss(
             logp, old, mb.advantages, mb.loss_mask, totals, cfg.clip_low, cfg.clip_high, cfg.agg, engine, cfg.is_cap
@@ -258,10 +307,14 @@ class PolicyTrainer:
 
     def apply_gradients(self) -> dict[str, float]:
         """Clip the accumulated gradients, step the optimizer and the schedule."""
+        grad_norm = self._optimizer_step()
+        self.scheduler.step()
+        self.step += 1
+        return {"grad_norm": grad_norm, "lr": float(self.scheduler.get_last_lr()[0])}
+
+    def _optimizer_step(self) -> float:
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         max_norm = self.optim_cfg.max_grad_norm if self.optim_cfg.max_grad_norm > 0 else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
         self.optimizer.step()
-        self.scheduler.step()
-        self.step += 1
-        return {"grad_norm": float(grad_norm), "lr": float(self.scheduler.get_last_lr()[0])}
+        return float(grad_norm)

@@ -134,3 +134,40 @@ def test_adam_eps_keeps_weights_with_tiny_gradients_nearly_still(base_model):
     assert max_step(1e-3) < 1e-5
     with pytest.raises(ValueError, match="eps must be > 0"):
         OptimConfig(eps=0.0)
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_mini_batches_are_optimizer_steps_from_one_old_policy(base_model, recompute):
+    # the plain loop: split the batch in consecutive halves, each one optimizer step whose pi_old is
+    # the weights before the first (the engine's logprobs here, equal to a recompute in process)
+    batch = make_batch(base_model, n=6, seed=4)
+    loss = LossConfig(recompute_old_logp=recompute, clip_low=0.01, clip_high=0.01)
+    optim = OptimConfig(lr=1e-2, warmup_steps=0)
+    trainer = PolicyTrainer(copy.deepcopy(base_model), loss, optim, micro_batch_size=2, mini_batches=2)
+    ref = PolicyTrainer(copy.deepcopy(base_model), loss, optim, micro_batch_size=2)
+    old = ref._old_logp(batch)
+    norms = []
+    for a, b in ((0, 3), (3, 6)):
+        half = batch.slice(a, b)
+        half.old_logp = old[a:b, : half.input_ids.shape[1]]
+        m = ref.accumulate(half)
+        norms.append(ref._optimizer_step())
+    metrics = trainer.update(batch)
+    assert metrics["optimizer_steps"] == 2 and trainer.step == 1
+    assert metrics["grad_norm"] == pytest.approx(sum(norms) / 2, rel=1e-4)
+    drift = max((a - b).abs().max().item() for a, b in zip(trainer.model.parameters(), ref.model.parameters()))
+    moved = max((a - b).abs().max().item() for a, b in zip(trainer.model.parameters(), base_model.parameters()))
+    # the same updates up to fp32 rounding (the recomputed and the engine's logprobs differ < 1e-4)
+    assert moved > 1e-3 and drift < 2e-2 * moved
+    # the second half trained away from pi_old: its ratio left the (tight) clip range
+    assert m["clip_frac"] > 0 and metrics["clip_frac"] > 0
+    # the schedule steps once per update (per RL step), not per mini-batch
+    assert trainer.scheduler.last_epoch == 1
+
+
+def test_more_mini_batches_than_rows_take_a_step_per_row(base_model):
+    batch = make_batch(base_model, n=2, seed=5)
+    trainer = PolicyTrainer(copy.deepcopy(base_model), micro_batch_size=2, mini_batches=4)
+    assert trainer.update(batch)["optimizer_steps"] == 2
+    with pytest.raises(ValueError, match="mini_batches"):
+        PolicyTrainer(copy.deepcopy(base_model), mini_batches=0)
