@@ -343,6 +343,11 @@ class Trajectory:
 
     Token-level views (`token_ids`, `loss_mask`, `logprobs`, `turn_spans`) are derived from the turns,
     so they can never disagree with them.
+
+    `voided` says the env voided the episode's grade because it caught forgery or tampering (a step's
+    `info["voided"]`), with the steps' `info["void_reason"]`s in `void_reasons`. A voided episode keeps
+    the reward the env paid (0.0 for a voided grade) and stays in the loss: it is no failure, it is
+    counted (in eval reports and training metrics) so that caught forgery is visible.
     """
 
     env_id: str
@@ -356,6 +361,8 @@ class Trajectory:
     outcome: Mapping[str, Any] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    voided: bool = False
+    void_reasons: list[str] = field(default_factory=list)
 
     @property
     def reward(self) -> float:
@@ -366,6 +373,15 @@ class Trajectory:
     def failed(self) -> bool:
         """A failed episode is kept as data but excluded from the loss."""
         return bool(self.failures)
+
+    def record_void(self, info: Mapping[str, Any]) -> None:
+        """Record a step's void, if its `info` says `voided`: the flag, and its reason once."""
+        if not info.get("voided"):
+            return
+        self.voided = True
+        reason = str(info.get("void_reason") or "").strip()
+        if reason and reason not in self.void_reasons:
+            self.void_reasons.append(reason)
 
     @property
     def token_ids(self) -> list[int]:
@@ -416,6 +432,8 @@ class Trajectory:
             "outcome": dict(self.outcome),
             "failures": [f.to_dict() for f in self.failures],
             "metadata": self.metadata,
+            "voided": self.voided,
+            "void_reasons": list(self.void_reasons),
         }
 
     @classmethod
@@ -426,5 +444,7 @@ class Trajectory:
                 "prompt_token_ids": tuple(d.get("prompt_token_ids", ())),
                 "turns": [Turn.from_dict(t) for t in d.get("turns", [])],
                 "failures": [Failure.from_dict(f) for f in d.get("failures", [])],
+                "voided": bool(d.get("voided", False)),  # absent in trajectories saved before it was recorded
+                "void_reasons": [str(r) for r in d.get("void_reasons", [])],
             }
         )

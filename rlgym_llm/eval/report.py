@@ -2,6 +2,8 @@
 
 Every file states the distinct tasks next to the episodes: the distinct task is the unit of the
 statistics (`rlgym_llm.eval.runner`), so a report over 5 distinct tasks never reads like one over 64.
+Every file also counts the episodes whose grade the env voided because it caught forgery (0 when none),
+with their reasons, so caught forgery is never hidden among ordinary zeros.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
         f"**{result.scope}** ({result.provenance()}); "
         f"temperature {cfg.get('temperature', '?')}, max {cfg.get('max_turns', '?')} turns, "
         f"{cfg.get('max_tokens', '?')} tokens per turn; success = reward >= {cfg.get('success_threshold', 1.0)}. "
-        f"Failed episodes: {result.failed_episodes} (scored 0).",
+        f"Failed episodes: {result.failed_episodes} (scored 0). "
+        f"Voided by the env (caught forgery): {result.voided_episodes} ({100 * result.voided_share:.1f}%).",
         "",
         *([f"Note: {note}.", ""] if note else []),
         f"## Aggregates ({pct}% bootstrap CIs over the {result.num_tasks} distinct tasks, "
@@ -103,13 +106,15 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
         "Episodes cut off by the rollout's limits (not by the env): "
         + (", ".join(f"{k}: {v}" for k, v in sorted(result.truncations.items())) or "none")
         + ".",
+        f"Grades voided by the env because it caught forgery (scored as it paid them, 0; not failures): "
+        f"{result.voided_line()}.",
         f"{int(st.get('turns', 0))} turns in {st.get('wall_s', 0.0):.1f} s "
         f"({st.get('episodes_per_s', 0.0):.2f} episodes/s, {st.get('tokens_per_s', 0.0):.0f} generated tokens/s).",
         "",
         f"## Per distinct task ({result.num_tasks})",
         "",
-        f"| seeds | task | successes | mean reward | mean turns | pass@{ks[-1]} | failures |",
-        "|---|---|---|---|---|---|---|",
+        f"| seeds | task | successes | mean reward | mean turns | pass@{ks[-1]} | failures | voided |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in result.tasks:
         turns = sum(t.turns) / max(len(t.turns), 1)
@@ -118,6 +123,6 @@ def render_markdown(result: EvalResult, command: str | None = None, plots: bool 
         seeds = ", ".join(str(s) for s in t.seeds or [t.seed])
         lines.append(
             f"| {seeds} | {task} | {sum(t.successes)}/{len(t.successes)} | "
-            f"{sum(t.rewards) / len(t.rewards):.3f} | {turns:.1f} | {t.pass_at_k(ks[-1]):.3f} | {fails} |"
+            f"{sum(t.rewards) / len(t.rewards):.3f} | {turns:.1f} | {t.pass_at_k(ks[-1]):.3f} | {fails} | {t.voided} |"
         )
     return "\n".join(lines) + "\n"

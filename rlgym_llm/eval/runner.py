@@ -7,7 +7,9 @@
 Episodes run through the `RolloutManager` (concurrent, sandboxed where the env runs code, every
 failure classified and recorded). A failed episode is data, not a crash: it scores 0 (the reward of
 an episode that never finished) and is counted per failure class, so a flaky engine shows up in the
-report instead of silently shrinking the sample.
+report instead of silently shrinking the sample. An episode whose grade the env voided (it caught
+forgery or tampering: `Trajectory.voided`) scores what the env paid (0) and is counted, with its reasons,
+so that caught forgery is visible in every report.
 
 The distinct task is the unit. Seeds are not tasks: two seeds may draw the same task (the same content,
 `Task.content_key()`, which the rollout manager records hashed, and the same task id: `task_key`), and
@@ -52,6 +54,7 @@ class TaskResult:
         failures: `kind: error_type` of each failed sample (empty if none failed).
         turns: assistant turns per sample.
         seeds: every reset seed that drew the task, in order (the samples are theirs, seed by seed).
+        voided: samples whose grade the env voided (it caught forgery; `Trajectory.voided`).
         key: what makes it one task (`rlgym_llm.rollout.manager.task_key`: `<content hash>/<task id>`,
             else `id:<task id>`, else `seed:<seed>`); empty in results saved before it was recorded.
     """
@@ -64,6 +67,7 @@ class TaskResult:
     turns: list[int] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     key: str = ""
+    voided: int = 0
 
     @property
     def success_rate(self) -> float:
@@ -97,6 +101,8 @@ class EvalResult:
         pass_at_k_ci: each pass@k with its CI.
         split: the env's content pool the tasks came from (`test`, `val`, `train`), as its reset said;
             empty when the env does not say.
+        void_reasons: reason -> episodes the env voided for it (`Trajectory.void_reasons`; an episode
+            voided without a reason counts under `NO_VOID_REASON`). The count is `voided_episodes`.
     """
 
     env_id: str
@@ -114,6 +120,7 @@ class EvalResult:
     config: dict[str, Any] = field(default_factory=dict)
     pass_at_k_ci: dict[int, Interval] = field(default_factory=dict)
     split: str = ""
+    void_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_tasks(self) -> int:
@@ -138,6 +145,21 @@ class EvalResult:
     def failed_episodes(self) -> int:
         return sum(len(t.failures) for t in self.tasks)
 
+    @property
+    def voided_episodes(self) -> int:
+        """Episodes whose grade the env voided because it caught forgery (scored as the env paid, 0)."""
+        return sum(t.voided for t in self.tasks)
+
+    @property
+    def voided_share(self) -> float:
+        return self.voided_episodes / max(self.episodes, 1)
+
+    def voided_line(self) -> str:
+        """'2 of 64 episodes (3.1%): canaries passed (2)': the voided count, share and reasons (cut short)."""
+        line = f"{self.voided_episodes} of {_plural(self.episodes, 'episode')} ({100 * self.voided_share:.1f}%)"
+        reasons = sorted(self.void_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        return line + (": " + "; ".join(f"{_brief(r)} ({n})" for r, n in reasons) if reasons else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "env_id": self.env_id,
@@ -148,6 +170,9 @@ class EvalResult:
             "episodes": self.episodes,
             "split": self.split,
             "failed_episodes": self.failed_episodes,
+            "voided_episodes": self.voided_episodes,
+            "voided_share": self.voided_share,
+            "void_reasons": dict(self.void_reasons),
             "success": self.success.to_dict(),
             "reward_mean": self.reward_mean.to_dict(),
             "reward_iqm": self.reward_iqm.to_dict(),
@@ -174,7 +199,12 @@ class EvalResult:
         fields = ("seed", "task_id", "rewards", "successes", "failures", "turns")
         # a result saved before tasks were merged by content has one seed per task and no key
         tasks = [
-            TaskResult(**{k: t[k] for k in fields}, seeds=list(t.get("seeds") or [t["seed"]]), key=t.get("key", ""))
+            TaskResult(
+                **{k: t[k] for k in fields},
+                seeds=list(t.get("seeds") or [t["seed"]]),
+                key=t.get("key", ""),
+                voided=int(t.get("voided", 0)),
+            )
             for t in d["tasks"]
         ]
         return cls(
@@ -193,6 +223,7 @@ class EvalResult:
             config=dict(d.get("config", {})),
             pass_at_k_ci={int(k): Interval(**v) for k, v in d.get("pass_at_k_ci", {}).items()},
             split=str(d.get("split", "")),
+            void_reasons={str(k): int(v) for k, v in d.get("void_reasons", {}).items()},
         )
 
     def provenance(self) -> str:
@@ -230,11 +261,22 @@ class EvalResult:
         if self.failed_episodes:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()) if v)
             lines.append(f"failed episodes: {self.failed_episodes} ({kinds}); scored 0")
+        lines.append(f"voided by the env (caught forgery): {self.voided_line()}")
         return "\n".join(lines)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+NO_VOID_REASON = "no reason given"
+VOID_REASON_CHARS = 120
+"""Reports cut a void reason to this many characters (`eval.json` keeps it whole)."""
+
+
+def _brief(reason: str) -> str:
+    one_line = " ".join(reason.split())
+    return one_line if len(one_line) <= VOID_REASON_CHARS else one_line[: VOID_REASON_CHARS - 3] + "..."
 
 
 def _ci(interval: Interval | None) -> str:
@@ -282,6 +324,7 @@ def summarize(
     pass_at_k = metrics.pass_at_k_curve(n, c, sorted(set(ks)))
     failures = Counter(f.kind.value for t in trajectories if t.failed for f in t.failures[:1])
     splits = sorted({str(t.metadata[SPLIT_KEY]) for t in trajectories if t.metadata.get(SPLIT_KEY)})
+    void_reasons = Counter(r for t in trajectories if t.voided for r in (t.void_reasons or [NO_VOID_REASON]))
     return EvalResult(
         env_id=env_id or trajectories[0].env_id,
         policy=policy,
@@ -302,6 +345,7 @@ def summarize(
         ),
         config={"success_threshold": success_threshold, "bootstrap": {**boot, "unit": "distinct task"}},
         split="+".join(splits),
+        void_reasons=dict(void_reasons),
     )
 
 
@@ -318,6 +362,7 @@ def _task_result(key: str, groups: Sequence[Sequence[Trajectory]], success_thres
         turns=[len(t.turns) for t in episodes],
         seeds=[int(group[0].seed or 0) for group in groups],
         key=key,
+        voided=sum(t.voided for t in episodes),
     )
 
 

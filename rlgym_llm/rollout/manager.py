@@ -4,7 +4,9 @@ Per episode: env messages -> agent renders token ids -> policy generates ids + l
 the text into an action -> env steps -> the env's reply is rendered and appended to the context.
 Many episodes run concurrently (bounded). A failure never escapes a batch: it is classified
 (policy / env / sandbox / engine), recorded on the trajectory, and the trajectory is returned, so the
-number of trajectories out always equals the number of episodes in.
+number of trajectories out always equals the number of episodes in. A step whose `info` says the env
+voided the grade (`info["voided"]`, `info["void_reason"]`: it caught forgery) marks the trajectory
+`voided`, with the reason; the episode is no failure and keeps the reward the env paid.
 """
 
 from __future__ import annotations
@@ -250,6 +252,8 @@ class RolloutManager:
             logger.warning(
                 "episode %s/%s failed (%s): %s: %s", group, sample, f.kind.value, f.error_type, f.message[:200]
             )
+        if traj.voided:
+            logger.info("episode %s/%s voided by the env: %s", group, sample, "; ".join(traj.void_reasons) or "-")
         self.stats.episodes += 1
         if self.writer is not None:
             self.writer.write(traj)
@@ -342,6 +346,7 @@ class RolloutManager:
                     env.step, action, phase=phase, turn=t
                 )
                 history.append(self.agent.assistant_message(completion))
+                traj.record_void(step_info)  # the env caught forgery: the grade it paid (0) stands, flagged
                 traj.turns.append(
                     Turn(
                         index=t,

@@ -9,6 +9,8 @@ the configured credit method, broadcasts them to the completion tokens, applies 
 policy-gradient update, and pushes the new weights to the engine that samples. Failed trajectories
 (infrastructure errors recorded by the manager) get no advantage, stay out of the loss and are counted;
 when more than `trainer.max_failed_share` of a batch fails, the run stops with the first error.
+Trajectories whose grade the env voided (it caught forgery: `Trajectory.voided`) are no failures: they
+keep the reward the env paid (0), stay in the loss, and are counted (`voided`).
 
 Everything that draws randomness is keyed by the step (task seeds) or checkpointed (sampling-seed
 counter, optimizer, RNGs), so a run killed and resumed from its last checkpoint continues exactly
@@ -117,7 +119,7 @@ def evaluate(
 ) -> dict[str, float]:
     """Mean success and reward of one sampled episode per held-out seed, with the distinct tasks
     (`tasks`: seeds that draw the same task count once) and `episodes` they are measured on (those
-    that did not fail; `failed` counts the others).
+    that did not fail; `failed` counts the others), and `voided`, the episodes whose grade the env voided.
 
     Raises:
         TooManyFailuresError: more than `max_failed_share` of the episodes failed.
@@ -133,6 +135,27 @@ def evaluate(
         "failed": float(len(trajs) - len(ok)),
         "tasks": len({task_key(t) for t in ok}),
         "episodes": len(ok),
+        "voided": sum(t.voided for t in trajs),
+    }
+
+
+def episode_metrics(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+    """The step record's fields that describe a batch of episodes (`step_once`: its first draw).
+
+    `reward`, `success` and `turns` are means over the episodes that did not fail; `voided` counts the
+    episodes whose grade the env voided because it caught forgery (failed or not): they are no failures,
+    keep the reward the env paid and stay in the loss, so this count is what makes them visible.
+    """
+    ok = [t for t in trajectories if not t.failed]
+    return {
+        "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
+        "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
+        "turns": float(np.mean([len(t.turns) for t in ok])) if ok else 0.0,
+        # episodes that ended because their context was full; those with no turn had no room to act at all
+        "context_full": sum(t.metadata.get("truncated_by") == "context" for t in ok),
+        "prompt_fills_context": sum(t.metadata.get("truncated_by") == "context" and not t.turns for t in ok),
+        "trajectories": len(trajectories),
+        "voided": sum(t.voided for t in trajectories),
     }
 
 
@@ -216,16 +239,9 @@ def step_once(
 
     lags = [step - t.metadata.get(VERSION_KEY, step) for t in chosen] or [step - first.version]
     s = credit.stats
-    ok = [t for t in trajs if not t.failed]
     record: dict[str, Any] = {
         "step": step + 1,
-        "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
-        "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
-        "turns": float(np.mean([len(t.turns) for t in ok])) if ok else 0.0,
-        # episodes that ended because their context was full; those with no turn had no room to act at all
-        "context_full": sum(t.metadata.get("truncated_by") == "context" for t in ok),
-        "prompt_fills_context": sum(t.metadata.get("truncated_by") == "context" and not t.turns for t in ok),
-        "trajectories": len(trajs),
+        **episode_metrics(trajs),
         "failed": s.n_failed,
         "trained_on": len(chosen),
         # dynamic sampling: rollout draws this step (1: no refill), groups the refills added, all episodes
@@ -281,8 +297,9 @@ def _credit(run: RunParts, trajectories: Sequence[Trajectory]) -> CreditResult:
 
 def _step_status(r: dict[str, Any]) -> str:
     held_out = f" held-out {r['eval_success']:.2f}" if "eval_success" in r else ""
+    voided = f" voided {r['voided']}" if r.get("voided") else ""  # the env caught forgery
     return (
-        f"success {r['success']:.2f} reward {r['reward']:.2f}{held_out} zero-var {r['zero_variance_share']:.2f}"
+        f"success {r['success']:.2f} reward {r['reward']:.2f}{held_out}{voided} zero-var {r['zero_variance_share']:.2f}"
         f" | rollout {r['time_rollout_s']:.0f}s update {r['time_update_s']:.0f}s"
     )
 
@@ -464,7 +481,7 @@ def train(
         last = records[-1] if records else {}
         # the last step's periodic evaluation is the same measurement (same seeds, same weights, same pool)
         if "eval_success" in last and last["step"] == cfg.steps and curve is run.eval_rollouts:
-            keys = ("success", "reward", "failed", "tasks", "episodes")
+            keys = ("success", "reward", "failed", "tasks", "episodes", "voided")
             after = {k: last[f"eval_{k}"] for k in keys if f"eval_{k}" in last}
         else:
             after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
