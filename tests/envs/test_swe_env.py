@@ -226,15 +226,15 @@ def test_deleting_test_files_earns_nothing(textkit_env):
 
 
 def test_disabling_assertions_earns_nothing(textkit_env):
-    """Source code that disables assertions at import makes every test pass: the canaries pass too."""
+    """Source code that disables assertions at import makes every test pass, in pytest's eyes: the
+    traced run's records still hold the buggy values, so the FAIL_TO_PASS tests fail."""
     textkit_env.reset(options={"instance_id": "textkit-1"})
     hack = "import unittest\nunittest.TestCase.assertEqual = lambda *args, **kwargs: None\n"
     textkit_env.step(call("edit_file", path="textkit/__init__.py", old_str='"""Small', new_str=hack + '"""Small'))
     report = textkit_env.step(call("run_tests"))[0][0]["content"]
     assert "failed" not in report and " passed in " in report  # the hack works on the agent's own run
     _, reward, _, _, info = textkit_env.step(call("submit"))
-    assert reward == 0.0 and info["outcome"]["components"]["tampered"] == 1.0
-    assert info["outcome"]["components"]["tests_passed"] == 0.0
+    assert reward == 0.0 and info["outcome"]["components"]["fail_to_pass"] == 0.0
 
 
 def test_calls_after_submit_are_ignored(env):

@@ -26,11 +26,110 @@ import sys
 import tempfile
 
 # The child: put pytest and the repository on sys.path, arm a per-test alarm, run pytest.
+# The recorder of traced test files (`rlgym_envs.swe.trace`): canonical value -> short hash, one line
+# per record on a file of the run's scratch folder. The code under test can write that file too;
+# that is allowed for: the host pays only records equal to the gold fix's, which never enter the box.
+RECORDER = r"""
+import hashlib, re, sys, types
+_out = [None]
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+def _canon(v, depth=0):
+    t = type(v)
+    name = t.__module__ + "." + t.__qualname__
+    if depth > 6:
+        return name + ":..."
+    if v is None or t in (bool, int, str, bytes, complex):
+        return name + ":" + repr(v)
+    if t is float:
+        return name + ":" + ("%.9g" % v)
+    if t in (list, tuple) or isinstance(v, (list, tuple)):
+        return name + "[" + ",".join(_canon(x, depth + 1) for x in list(v)[:2000]) + "]"
+    if isinstance(v, dict):
+        items = sorted((_canon(k, depth + 1), _canon(x, depth + 1)) for k, x in list(v.items())[:2000])
+        return name + "{" + ",".join(k + ":" + x for k, x in items) + "}"
+    if isinstance(v, (set, frozenset)):
+        return name + "{" + ",".join(sorted(_canon(x, depth + 1) for x in list(v)[:2000])) + "}"
+    if isinstance(v, BaseException):
+        return name + "(" + _canon(v.args, depth + 1) + ")"
+    if isinstance(v, type):
+        return "type:" + v.__module__ + "." + v.__qualname__
+    if t.__repr__ is object.__repr__ and hasattr(v, "__dict__"):
+        return name + "<" + _canon(dict(vars(v)), depth + 1) + ">"
+    return name + ":" + _ADDR.sub(" at 0x?", repr(v))
+
+def _write(line):
+    if _out[0] is not None:
+        _out[0].write(line + "\n")
+        _out[0].flush()
+
+def _hash(v):
+    try:
+        text = _canon(v)
+    except Exception as exc:
+        text = "unencodable:" + type(exc).__name__
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+
+def _rlgym_rec(site, *values, ctx=None):
+    _write("R %s %s" % (site, _hash(tuple(values))))
+    if ctx is not None and all(v is None or type(v) is bool for v in values):
+        try:  # a lone bit is guessable: the state it was read from is recorded with it
+            context = ctx()
+        except Exception as exc:
+            context = "context raised " + type(exc).__name__
+        _write("R %s.c %s" % (site, _hash(context)))
+
+class _Raised:
+    def __init__(self, site, message):
+        self.site, self.message = site, message
+        self.value = self.exception = self.type = self.tb = None
+    def __enter__(self):
+        return self
+    def __exit__(self, tp, value, tb):
+        if tp is not None and not issubclass(tp, Exception):
+            return False
+        self.type, self.value, self.exception, self.tb = tp, value, value, tb
+        what = "no exception" if tp is None else tp.__module__ + "." + tp.__qualname__
+        _write("R %s %s" % (self.site, _hash(what)))
+        if value is not None:  # the class alone is guessable (ValueError?); its message is not
+            _write("R %s.e %s" % (self.site, _hash(str(value))))
+        return True
+    def match(self, pattern):
+        _write("R %s.m %s" % (self.site, _hash(str(self.value))))
+        return True
+    errisinstance = lambda self, exc: True
+
+def _rlgym_raises(site, message=False):
+    return _Raised(site, message)
+
+def _rlgym_call_raises(site, func, *args, **kwargs):
+    with _Raised(site, False) as raised:
+        func(*args, **kwargs)
+    return raised
+
+module = types.ModuleType("_rlgym_trace")
+module._rlgym_rec, module._rlgym_raises, module._rlgym_call_raises = _rlgym_rec, _rlgym_raises, _rlgym_call_raises
+sys.modules["_rlgym_trace"] = module
+
+class TracePlugin:
+    def pytest_runtest_logstart(self, nodeid, location):
+        _write("T " + nodeid)
+    def pytest_runtest_logreport(self, report):
+        _write("R @%s %s" % (report.when, report.outcome))
+"""
+
+# The child: put pytest and the repository on sys.path, arm a per-test alarm, run pytest.
 BOOT = r"""
 import json, os, signal, sys
 cfg = json.loads(sys.argv.pop(1))
 sys.path[:0] = cfg["path"]
 import pytest
+plugins = []
+if cfg.get("records"):
+    scope = {}
+    exec(cfg["recorder"], scope)
+    scope["_out"][0] = open(cfg["records"], "a", encoding="utf-8")
+    plugins.append(scope["TracePlugin"]())
 
 class _PerTestAlarm:
     @pytest.hookimpl(hookwrapper=True)
@@ -44,7 +143,7 @@ class _PerTestAlarm:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-sys.exit(pytest.main(sys.argv[1:], plugins=[_PerTestAlarm()]))
+sys.exit(pytest.main(sys.argv[1:], plugins=[_PerTestAlarm(), *plugins]))
 """
 
 _ARGS = ["-p", "no:cacheprovider", "-o", "console_output_style=classic", "-rfEsxXp", "--color=no"]
@@ -80,7 +179,15 @@ def _pytest(request, root, run, scratch):
     with open(ini, "w") as f:
         f.write("[pytest]\n")
     path = [request["pytest_dir"], root] + [os.path.join(root, p) for p in request.get("python_path") or []]
-    cfg = json.dumps({"path": path, "test_timeout": float(request.get("test_timeout") or 10)})
+    records = os.path.join(scratch, "records") if run.get("trace") else None
+    cfg = json.dumps(
+        {
+            "path": path,
+            "test_timeout": float(request.get("test_timeout") or 10),
+            "records": records,
+            "recorder": RECORDER,
+        }
+    )
     # Not -I, which would drop PYTHONHASHSEED: the environment below is the child's whole environment,
     # -s skips user site-packages and -P keeps the working directory off sys.path.
     argv = [sys.executable, "-s", "-P", "-B", "-c", BOOT, cfg, "-c", ini, "--rootdir", root, *_ARGS, *run["args"]]
@@ -110,7 +217,19 @@ def _pytest(request, root, run, scratch):
             code = child.wait()
     with open(log_path, "rb") as f:
         text = f.read().decode("utf-8", "replace")
-    return {"log": _clip(text, int(request.get("log_chars") or 600000)), "exit": code, "timed_out": timed_out}
+    limit = int(request.get("log_chars") or 600000)
+    result = {"exit": code, "timed_out": timed_out}
+    if records:  # a traced run reports its records, not its log (the host does not read it)
+        try:
+            with open(records, "rb") as f:
+                data = f.read(limit + 1).decode("utf-8", "replace")
+            os.remove(records)
+        except OSError:
+            data = ""
+        result.update(log=_clip(text, 4000), records=data[:limit], records_cut=len(data) > limit)
+    else:
+        result["log"] = _clip(text, limit)
+    return result
 
 
 def main():

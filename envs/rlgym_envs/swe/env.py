@@ -21,7 +21,9 @@ Episode rules:
   then graded as it stands.
 - Grading: the tree's non-test files plus FRESH copies of the test files (`Instance.test_files`)
   go into a clean directory in the sandbox, and the FAIL_TO_PASS and PASS_TO_PASS tests run there.
-  Reward 1.0 iff all of them pass (0.0 when canaries or the patch screen void the grade). Editing,
+  Reward 1.0 iff all of them pass (0.0 when the patch screen voids the grade). The tests run as
+  traced copies: each records hashes of the values its assertions look at, and a test passes iff its
+  records equal the gold fix's (`rlgym_envs.swe.trace`), so what the box reports cannot forge a pass. Editing,
   deleting or adding tests changes nothing.
 - Signals every step: `tool_ok` (every call of the turn valid and successful), `progress`
   (fraction of FAIL_TO_PASS tests passing, times the fraction of PASS_TO_PASS still passing),
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -47,12 +50,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rlgym_envs.swe import tools as ops
-from rlgym_envs.swe.grading import canary_test_files, screen_patch
+from rlgym_envs.swe.grading import screen_patch
 from rlgym_envs.swe.harness import TestHarness
 from rlgym_envs.swe.instances import Instance, builtin_instances, hide_fail_to_pass, is_test_path
 from rlgym_envs.swe.patches import replacement_edits
 from rlgym_envs.swe.splits import SPLIT_BY, split_pool
 from rlgym_envs.swe.tools import TOOLS, EditFile, ListFiles, ReadFile, RunTests, Submit
+from rlgym_envs.swe.trace import Boxed, boxed_tests, boxed_vector, parse_records, reference_trace
 from rlgym_llm.core.dispatch import ToolResult
 from rlgym_llm.core.env import Env, Step, Task
 from rlgym_llm.core.errors import ConfigError
@@ -75,6 +79,7 @@ NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submi
 MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
 BUILT_SET = Path(__file__).with_name("data") / "swe_v0.jsonl"  # `python -m rlgym_envs.swe.factory build`
 TIERS = ("real", "toy")
+_REFERENCES: dict[str, tuple[Boxed, dict[str, Any]]] = {}  # gold traces by instance content, backend and options
 # outcome_level signal: an ordered summary of where the episode ended (higher is better).
 NO_SUBMISSION, EMPTY_PATCH, TESTS_FAIL, TESTS_PASS = 0, 1, 2, 3
 
@@ -187,7 +192,6 @@ class SWEEnv(Env):
         self.dense_signals = dense_signals
         self._harness: TestHarness | None = None
         self._harness_image: str | None = None
-        self._canary_cache: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._warned_image = False
         self._instance: Instance = self.instances[0]
         self._modified: set[str] = set()  # files the current turn changed
@@ -201,8 +205,9 @@ class SWEEnv(Env):
         self._submitted = False
         self._calls = self._ok_calls = 0
         self._start_key = _tree_key(self._files)
-        self._final: set[str] = set()  # tree keys graded with canaries and the patch screen
+        self._final: set[str] = set()  # tree keys graded with the patch screen
         self._tamper: list[str] = []  # why this episode's grades are void (sticky for the episode)
+        self._void_shown = False  # `info["voided"]` was set on a step
         n_f2p = len(self._instance.fail_to_pass)
         # By definition FAIL_TO_PASS fails and PASS_TO_PASS passes on the starting tree.
         self._grades: dict[str, tuple[bool, ...]] = {
@@ -301,49 +306,32 @@ class SWEEnv(Env):
         return _clip(run.log.strip() or "(no output)", MAX_REPORT_CHARS), True
 
     def _grade(self, final: bool = False) -> tuple[bool, ...]:
-        """The per-test pass vector of the current tree, graded with fresh test files (cached per tree).
+        """The per-test pass vector of the current tree (cached per tree), judged on the host.
 
-        `final` (a grade that pays) also runs the canaries when every test passed: the same ids
-        with the FAIL_TO_PASS expectations mutated, in the same request and in random order.
-        A passing canary, or added lines that reach into the harness (`screen_patch`), void the grade.
+        The graded tests run in a fresh box, as traced copies (`trace.py`): assertions record
+        hashes of the values they look at, with the expected side left out. A test passes iff its
+        records equal the gold fix's (`_reference`), record for record. `final` (a grade that pays)
+        also runs the patch screen; added lines that reach into the harness void the grade.
         """
         key = _tree_key(self._files)
-        canaries = self._canaries() if final else ({}, [])
-        if key in self._grades and (not final or key in self._final or not canaries[1] or not all(self._grades[key])):
+        if key in self._grades and (not final or key in self._final):
             return self._grades[key]
         inst = self._instance
         ids = list(inst.tests)
+        boxed, reference = self._reference()
         files = {p: t for p, t in self._files.items() if not is_test_path(p)}
-        real = {"files": dict(inst.test_files), "args": ["--tb=no", "-q", *ids]}
-        runs = [real]
-        if final and canaries[1]:
-            runs.append({"files": {**inst.test_files, **canaries[0]}, "args": real["args"]})
-            if secrets.randbelow(2):  # the code under test cannot tell the runs apart by their order
-                runs.reverse()
-        request = {
-            # A new directory each time: nothing an earlier run of the agent's code left can be in it.
-            "root": f"_grade_{secrets.token_hex(6)}",
-            "fresh": True,
-            "cleanup": True,
-            "files": files,
-            "python_path": list(inst.python_path),
-            "test_timeout": self.test_timeout,
-            "runs": runs,
-        }
-        # Hidden tests must not outlive the grading run: the agent's next test run starts from a wiped box.
-        hidden = final or any(inst.files.get(p) != t for p, t in inst.test_files.items())
-        results = self._harness_for(inst).run(request, wipe_after=hidden and not self._submitted)
-        if hidden:
-            self._box_files = None
-        verdict = results[runs.index(real)].verdict(ids)
-        vector = tuple(verdict.passed(t) for t in ids)
-        if verdict.duplicated:
-            self._void(f"the test log reports {list(verdict.duplicated)[:3]} more than once")
-        if final and canaries[1] and all(vector):
-            canary = results[1 - runs.index(real)].verdict(ids)
-            forged = [t for t in canaries[1] if canary.statuses.get(t) in ("PASSED", "XFAIL")]
-            if forged or not canary.complete:
-                self._void(f"canary tests passed ({forged[:3]}): the results were forged")
+        harness = self._harness_for(inst)
+        # Two runs, each in a fresh box wiped after it: the plain tests (their expected values never
+        # meet the traced run) and the traced copies with their decoys. A test passes iff pytest says
+        # so AND its records (and its decoys') equal the gold fix's; a test the gold fix gives no
+        # stable trace for is judged by the plain run alone.
+        plain = {"files": dict(inst.test_files), "args": ["--tb=no", "-q", *ids]}
+        (plain_run,) = harness.run(self._request(files, plain), wipe_after=True, fresh_box=True)
+        (run,) = harness.run(self._request(files, self._traced(boxed)), wipe_after=not self._submitted, fresh_box=True)
+        self._box_files = None  # the box was replaced: the agent's next test run starts afresh
+        verdict = plain_run.verdict(ids)
+        judged = boxed_vector(boxed, reference, parse_records(run.records or "", boxed.ids), ids)
+        vector = tuple(verdict.passed(t) and judged[t] is not False for t in ids)
         if final:
             findings = screen_patch(inst.files, self._files, is_test=is_test_path)
             if findings:
@@ -354,15 +342,61 @@ class SWEEnv(Env):
         self._grades[key] = vector
         return vector
 
-    def _canaries(self) -> tuple[dict[str, str], list[str]]:
+    @staticmethod
+    def _traced(boxed: Boxed) -> dict[str, Any]:
+        return {"files": boxed.files, "args": ["--tb=no", "-q", *boxed.ids], "trace": True}
+
+    def _request(self, files: Mapping[str, str], run: Mapping[str, Any]) -> dict[str, Any]:
         inst = self._instance
-        if inst.id not in self._canary_cache:
-            self._canary_cache[inst.id] = canary_test_files(inst.test_files, inst.fail_to_pass)
-        return self._canary_cache[inst.id]
+        return {
+            # A new directory each time, in a fresh box: nothing an earlier run left can be in it.
+            "root": f"_grade_{secrets.token_hex(6)}",
+            "fresh": True,
+            "cleanup": True,
+            "files": dict(files),
+            "python_path": list(inst.python_path),
+            "test_timeout": self.test_timeout,
+            "runs": [dict(run)],
+        }
+
+    def _reference(self) -> tuple[Boxed, Mapping[str, Any]]:
+        """The traced tests (with their secret decoys) and the gold fix's trace of them
+        (`trace.reference_trace`): two runs, each in a fresh box of its own that never ran the
+        agent's code; cached per instance content, backend and options, for the process's life."""
+        inst = self._instance
+        h = hashlib.sha256(repr((self.backend, inst.image, sorted(self.sandbox_options.items()))).encode())
+        for part in (inst.files, inst.gold_files, inst.test_files):
+            for path in sorted(part):
+                h.update(path.encode() + b"\0" + part[path].encode() + b"\0")
+        h.update(repr((inst.tests, inst.fail_to_pass, inst.python_path, self.test_timeout)).encode())
+        key = h.hexdigest()
+        if key not in _REFERENCES:
+            boxed = boxed_tests(inst.test_files, inst.fail_to_pass, inst.tests, random.Random(secrets.randbits(64)))
+            files = {p: t for p, t in {**inst.files, **inst.gold_files}.items() if not is_test_path(p)}
+            image = {"image": inst.image} if inst.image and self.backend == "docker" else {}
+            harness = TestHarness(self.backend, self.limits, **{**self.sandbox_options, **image})
+            try:
+                runs = [harness.run(self._request(files, self._traced(boxed)), fresh_box=True)[0] for _ in range(2)]
+            finally:
+                harness.close()
+            reference = reference_trace(*(parse_records(r.records or "", boxed.ids) for r in runs))
+            _REFERENCES[key] = (boxed, reference)
+            unusable = [t for t in boxed.ids if reference.get(t) is None]
+            if unusable:
+                logger.info("task %s: the gold fix gives no stable trace for %s", inst.id, unusable[:5])
+        return _REFERENCES[key]
 
     def _void(self, why: str) -> None:
         logger.info("task %s: graded 0: %s", self._instance.id, why)
         self._tamper.append(why)
+
+    def step(self, action: Any) -> tuple[Messages, float, bool, bool, dict[str, Any]]:
+        """`Env.step`, plus `info["voided"]` and `info["void_reason"]` on the step a grade is voided."""
+        messages, reward, terminated, truncated, info = super().step(action)
+        if self._tamper and not self._void_shown:
+            self._void_shown = True
+            info = {**info, "voided": True, "void_reason": "; ".join(self._tamper)}
+        return messages, reward, terminated, truncated, info
 
     def close(self) -> None:
         if self._harness is not None:

@@ -41,6 +41,7 @@ class PytestRun:
         exit_code: pytest's exit status (None when the whole execution failed).
         timed_out: the run hit its time limit.
         ok: the execution that held this run finished normally and reported it.
+        records: for a run with `"trace": true`, the records the graded tests wrote (None if cut).
     """
 
     log: str
@@ -48,6 +49,7 @@ class PytestRun:
     timed_out: bool
     ok: bool
     exec_result: ExecResult | None = field(default=None, repr=False)
+    records: str | None = field(default=None, repr=False)  # a traced run's record stream (`trace.py`)
 
     def verdict(self, ids: list[str] | tuple[str, ...]) -> Verdict:
         """The host's reading of this run for the graded `ids` (a failed execution passes nothing)."""
@@ -98,14 +100,19 @@ class TestHarness:
         """Wipe the box before its next run (lazily: an episode that runs nothing costs nothing)."""
         self._wipe = True
 
-    def run(self, request: dict[str, Any], *, wipe_after: bool = False) -> list[PytestRun]:
+    def run(self, request: dict[str, Any], *, wipe_after: bool = False, fresh_box: bool = False) -> list[PytestRun]:
         """Execute one request (see `box_pytest.py` for its fields); one `PytestRun` per entry of `runs`.
 
         Each pytest run gets the sandbox's wall limit (`limits.wall_s`); the execution, all of them.
         `wipe_after` empties the box once the request is over, so files it wrote (hidden tests)
-        cannot be read by later runs of the agent's code.
+        cannot be read by later runs of the agent's code. `fresh_box` replaces the box first
+        (local: a new worker, uid and tmpfs; docker: processes killed, /work, /tmp, /dev/shm wiped),
+        so nothing an earlier run left behind (files, processes, shared memory) sees this one.
         """
         box = self._sandbox()
+        if fresh_box and self._dirty:
+            run_sync(box.reset())
+            self._dirty = False
         n_runs = max(len(request["runs"]), 1)
         budget = self.limits.wall_s  # each pytest run; the execution gets them all plus start-up slack
         # JSON escaping can triple a log's size: keep the one stdout line under the box's output cap.
@@ -122,7 +129,17 @@ class TestHarness:
                 raise ValueError(f"{len(lines)} lines")
             reported = json.loads(lines[0])["runs"]
             ok = result.ok and len(reported) == len(request["runs"])
-            runs = [PytestRun(r["log"], r["exit"], bool(r["timed_out"]), ok, result) for r in reported]
+            runs = [
+                PytestRun(
+                    r["log"],
+                    r["exit"],
+                    bool(r["timed_out"]),
+                    ok,
+                    result,
+                    None if r.get("records_cut") else r.get("records"),
+                )
+                for r in reported
+            ]
         except (ValueError, KeyError, TypeError) as exc:
             why = (
                 f"stopped after the {self.limits.wall_s:g}s time limit"
