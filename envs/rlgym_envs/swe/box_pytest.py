@@ -13,7 +13,9 @@ plugins) with the run's arguments. The child's stdout and stderr go to a file, n
 process's stdout, and this process makes itself non-dumpable first, so the code under test cannot
 reach the one line this process prints at the end: `{"runs": [{"log": ..., "exit": ..., "timed_out": ...}]}`.
 The host (`rlgym_envs.swe.grading`) reads the per-test outcomes from each log, as the swebench
-package parses pytest logs.
+package parses pytest logs. A run with `"trace": true` runs traced test files (`rlgym_envs.swe.trace`):
+the child also loads `RECORDER`, whose records (`T <node id>` / `R <site> <hash>` lines) come back
+as the run's `records` instead of its log; the host compares them with the gold fix's.
 """
 
 import contextlib
@@ -70,8 +72,21 @@ def _hash(v):
         text = "unencodable:" + type(exc).__name__
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
-def _rlgym_rec(site, *values, ctx=None):
+_RELATIONS = {
+    "Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+    "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+    "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b, "Is": lambda a, b: a is b,
+    "IsNot": lambda a, b: a is not b,
+}
+
+def _rlgym_rec(site, *values, ctx=None, rel=()):
     _write("R %s %s" % (site, _hash(tuple(values))))
+    if rel:  # the relation between computed values (no expected value is in the box)
+        try:
+            result = all(bool(_RELATIONS[op](values[i], values[i + 1])) for i, op in enumerate(rel))
+        except Exception as exc:
+            result = "raised " + type(exc).__name__
+        _write("R %s.r %s" % (site, _hash(result)))
     if ctx is not None and all(v is None or type(v) is bool for v in values):
         try:  # a lone bit is guessable: the state it was read from is recorded with it
             context = ctx()

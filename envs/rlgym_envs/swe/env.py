@@ -308,10 +308,11 @@ class SWEEnv(Env):
     def _grade(self, final: bool = False) -> tuple[bool, ...]:
         """The per-test pass vector of the current tree (cached per tree), judged on the host.
 
-        The graded tests run in a fresh box, as traced copies (`trace.py`): assertions record
-        hashes of the values they look at, with the expected side left out. A test passes iff its
-        records equal the gold fix's (`_reference`), record for record. `final` (a grade that pays)
-        also runs the patch screen; added lines that reach into the harness void the grade.
+        Two runs, each in a fresh box: the plain tests, and traced copies (`trace.py`) whose
+        assertions record hashes of the values they look at, with the expected side left out. A
+        test passes iff pytest passes it and its records (and its decoys') equal the gold fix's
+        (`_reference`), record for record. `final` (a grade that pays) also runs the patch screen;
+        added lines that reach into the harness void the grade.
         """
         key = _tree_key(self._files)
         if key in self._grades and (not final or key in self._final):

@@ -9,6 +9,7 @@ edit. The pinned pytest (`toolchain.ensure_pytest`) is mounted read-only at the 
     runs = harness.run({"root": "repo", "fresh": True, "files": files, "runs": [{"args": ["tests"]}]})
     runs[0].log          # pytest's output
     runs[0].verdict(ids) # per-test outcomes, judged on the host
+    runs[0].records      # for a run with "trace": true, the traced tests' records (`trace.py`)
 """
 
 from __future__ import annotations

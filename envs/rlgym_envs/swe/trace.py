@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import random
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -158,12 +159,24 @@ def _assertion_operands(func: ast.AST) -> Iterable[ast.expr]:
 
 
 def _kept(operands: Sequence[ast.expr], scope: _Scope) -> list[ast.expr]:
-    """The operands to record: the actual ones; where none is, the built ones; never the constants."""
+    """The operands to record: the actual ones, never the constants. Where only built ones are
+    left (`k(4) == Interval(5, 6)`), one of them: the box must not hold both sides of an equality,
+    or a forger records the one it can compute for the other. That is the first, unless it is a
+    bare constructor call (`Interval(5, 6) == k(4)`)."""
     kinds = [_kind(o, scope) for o in operands]
-    for wanted in ("actual", "made"):
-        if wanted in kinds:
-            return [o for o, k in zip(operands, kinds, strict=True) if k == wanted]
-    return []
+    if "actual" in kinds:
+        return [o for o, k in zip(operands, kinds, strict=True) if k == "actual"]
+    made = [o for o, k in zip(operands, kinds, strict=True) if k == "made"]
+    if len(made) > 1:
+        plain = [o for o in made if not _is_constructor(o)]
+        return plain[:1] or made[:1]
+    return made
+
+
+def _is_constructor(node: ast.expr) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name[:1].isupper()
 
 
 class _Rewrite(ast.NodeTransformer):
@@ -178,13 +191,13 @@ class _Rewrite(ast.NodeTransformer):
         self.n += 1
         return ast.Constant(f"{self.prefix}{self.n}")
 
-    def rec(self, node: ast.AST, values: Iterable[ast.expr]) -> ast.Expr:
+    def rec(self, node: ast.AST, values: Iterable[ast.expr], rel: Sequence[str] = ()) -> ast.Expr:
         values = list(values)
         context = [c for v in values for c in _context(v)]
-        keywords = []
+        keywords = [ast.keyword("rel", ast.Constant(tuple(rel)))] if rel else []
         if context:  # read lazily, only for a low-entropy value (see `box_pytest.RECORDER`)
             no_args = ast.arguments([], [], None, [], [], None, [])
-            keywords = [ast.keyword("ctx", ast.Lambda(no_args, ast.Tuple(context, ast.Load())))]
+            keywords.append(ast.keyword("ctx", ast.Lambda(no_args, ast.Tuple(context, ast.Load()))))
         call = ast.Call(ast.Name(REC, ast.Load()), [self.site(), *values], keywords)
         return ast.copy_location(ast.Expr(call), node)
 
@@ -223,6 +236,16 @@ class _Rewrite(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        test = node.test
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if isinstance(test, ast.Compare):
+            operands = [test.left, *test.comparators]
+            if all(_kind(o, self.scopes[-1]) != "const" for o in operands):
+                # No value written into the test: the relation itself (a repository type's `<`,
+                # `==`, `in`) is recorded with the operands; only the operator is in the box.
+                rel = [type(op).__name__ for op in test.ops]
+                return self.rec(node, [self.visit(o) for o in operands], rel)
         return self.rec(node, self.values(node.test))
 
     def visit_Expr(self, node: ast.Expr) -> ast.AST:
@@ -297,7 +320,13 @@ class _Mutate(ast.NodeTransformer):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             moved = value + self.rng.randint(0, 2) * (1 if isinstance(value, int) else 0.5)
             return ast.copy_location(ast.Constant(moved), node)
+        if isinstance(value, str) and len(value) <= 200:  # "1.0.0" -> "1.2.0": versions, dates, sizes
+            moved = re.sub(r"\d+", lambda m: str(int(m.group()) + self.rng.randint(0, 2)), value)
+            return ast.copy_location(ast.Constant(moved), node)
         return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.JoinedStr:
+        return node  # an f-string's parts are not values of their own
 
 
 @dataclass(frozen=True)
