@@ -28,8 +28,10 @@ EQUIVALENT = [
     ("3.", "3"),
     ("3.0", "3"),
     ("  42  ", "42"),
-    ("50%", "1/2"),
-    (r"50\%", "50"),
+    ("50%", "1/2"),  # a percentage is p/100 (its only reading)
+    (r"50\%", "0.5"),
+    ("50 percent", "1/2"),
+    ("1/2", "50%"),
     ("The answer is 12.", "12"),
     ("Final answer: 5/6", "10/12"),
     ("18 dollars", "18"),
@@ -72,6 +74,10 @@ WRONG = [
     ("London", "Paris"),
     ("0.5", "5"),
     ("3/0", "3"),
+    (r"50\%", "50"),  # p% is p/100, never also p: one answer must not pass for two values
+    ("50%", "50"),
+    ("50 percent", "50"),
+    ("50", "50%"),
 ]
 
 

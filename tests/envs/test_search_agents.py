@@ -53,7 +53,9 @@ def test_oracle_solves_at_least_95_percent_and_finds_every_hop(env):
         reward, infos = play(env, agent, seed)
         wins += reward
         if reward:
-            assert infos[-1]["signals"]["progress"] == 1.0  # it saw every gold page on the way
+            hops = env.unwrapped.task.meta["hops"]
+            assert infos[-1]["signals"]["subgoals"] == [hops, hops]  # it saw every gold page on the way
+            assert sum(i["signals"]["progress"] for i in infos) == pytest.approx(1.0)  # paid once per hop
             assert len(infos) == 2 * env.unwrapped.task.meta["hops"] + 1  # search + open per hop, then answer
     assert wins / EPISODES >= 0.95, wins
 

@@ -42,10 +42,11 @@ SYSTEM_PROMPT = (
     "Solve the math problem. You have two tools:\n"
     "- calculator(expression): evaluates arithmetic exactly (+ - * / ^, parentheses, sqrt, abs).\n"
     "- submit_answer(answer): submits your final answer and ends the episode; only one submission counts.\n"
-    "Give exact answers: an integer or a fraction in lowest terms such as 3/4, not a rounded decimal."
+    "Give exact answers: an integer or a fraction in lowest terms such as 3/4, not a rounded decimal. "
+    "A percentage p% means p/100."
 )
 SHORT_PROMPT = "Use calculator(expression), then submit_answer(answer)."
-"""The `prompt="short"` system prompt (16 tokens of the tiny model's tokenizer instead of 167): for a
+"""The `prompt="short"` system prompt (16 tokens of the tiny model's tokenizer instead of 187): for a
 model that learns the two calls in its warm-up, not from reading the tool descriptions."""
 PROMPTS = {"full": SYSTEM_PROMPT, "short": SHORT_PROMPT}
 NO_TOOL_CALL = "Please call the submit_answer tool with your final answer (you may use the calculator first)."

@@ -9,7 +9,8 @@ The common path is cheap and exact: extract the candidate answers (`\\boxed{}` c
 text after "the answer is", minus `$...$`, `x =`, units and a trailing period), read each with the
 safe calculator (LaTeX fractions and roots rewritten first), and compare the *sets* of values with
 exact rational arithmetic. Decimals are exact too: `0.5` equals `1/2`, but `0.333` is not `1/3`.
-A percentage `p%` may be read as `p` or `p/100`.
+A percentage has one reading: `p%` (or `p percent`) is the number `p/100`, so `50%` equals `1/2` and
+not `50`. Reading it as either would let one answer pass for two different values (a hedge).
 
 Only when a side is not plain arithmetic (symbols, intervals, unusual LaTeX) do we call
 `math-verify`, then a restricted sympy comparison. Both rely on `signal.alarm` timeouts, which work
@@ -50,6 +51,8 @@ _THOUSANDS_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+)(?![\d,])")
 _SEPARATOR_RE = re.compile(r"\s+(?:or|and)\s+|;|\n", re.IGNORECASE)
 _LHS_RE = re.compile(r"^\s*[A-Za-z]\w*\s*(?:=|:=)\s*")
 _UNITS_RE = re.compile(r"^(.*?\d\.?)\s+(?:[A-Za-z]{2,}\.?\s*)+$")
+_PERCENT_WORD_RE = re.compile(r"\s*(?:percent|per\s+cent)\s*$", re.IGNORECASE)
+_PERCENT_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*\\?%")
 _SMALL_EXPONENT_RE = re.compile(r"^\s*\(?\s*-?\s*(?:\d{1,3}|[A-Za-z])\s*\)?(?!\s*(?:\d|\*\*|\())")
 _TOWER_RE = re.compile(r"(?:\^|\*\*)\s*[({]?[^\s{}()^*]*(?:\^|\*\*)")  # 2^2^2, x^{x^{2}}, 9**9**9
 _LONG_NUMBER_RE = re.compile(r"^[-+]?\d{100,}(?:\.\d*)?$")
@@ -136,6 +139,7 @@ def check(prediction: Any, reference: Any) -> Verdict:
     if any(_depth(c) > MAX_NESTING for c in candidates):
         return Verdict(False, False, "none", candidates, "the answer is nested too deeply to read")
     pairs = [(refs[0], c) for c in candidates] if len(refs) == 1 else [(ref_text, ", ".join(candidates))]
+    pairs = [(_percent_as_fraction(r), _percent_as_fraction(c)) for r, c in pairs]  # math-verify reads p% as p
     results = [_slow_equal_guarded(r, c) for r, c in pairs]
     parsed = all(r is not None for r in results)
     ok = all(r is True for r in results)
@@ -245,7 +249,7 @@ _TOO_LARGE = "too large"  # a candidate that is arithmetic, but too large to eva
 
 def _value(candidate: str) -> _Value | str | None:
     """The exact value of one candidate and whether it carried a `%`; None if it is not arithmetic."""
-    text = candidate.strip()
+    text = _PERCENT_WORD_RE.sub("%", candidate.strip())
     percent = text.endswith("%")
     text = text.rstrip("%").strip()
     units = _UNITS_RE.match(text)
@@ -280,9 +284,15 @@ def _values(candidates: tuple[str, ...]) -> list[_Value] | str | None:
     return None if None in vals else vals  # type: ignore[return-value]
 
 
-def _readings(value: _Value) -> list[sympy.Expr]:
+def _number(value: _Value) -> sympy.Expr:
+    """The one reading of a value: `p%` is `p/100` (never also `p`, which would accept a hedge)."""
     number, percent = value
-    return [number, number / 100] if percent else [number]
+    return number / 100 if percent else number
+
+
+def _percent_as_fraction(text: str) -> str:
+    """`p%` written as `(p/100)`, for the slow path's parsers (math-verify reads `50%` as 50)."""
+    return _PERCENT_RE.sub(r"(\1/100)", text)
 
 
 def _equal(a: sympy.Expr, b: sympy.Expr) -> bool:
@@ -293,7 +303,7 @@ def _equal(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 
 def _matches(a: _Value, b: _Value) -> bool:
-    return any(_equal(x, y) for x in _readings(a) for y in _readings(b))
+    return _equal(_number(a), _number(b))
 
 
 def _same_sets(pred: list[_Value], ref: Sequence[_Value]) -> bool:

@@ -10,9 +10,13 @@ document; `answer(text)` ends the episode (the first answer is final: a later st
 gold answer (`em`, 0 or 1); token F1 is reported as the `f1` component but not rewarded, so that a partially
 right name earns nothing and the reward stays strictly verifiable.
 
-Signals per turn: `tool_ok`, `subgoals` = (hops found, hops) where a hop is found once its gold document has
-appeared in search results or been opened, `progress` = found / hops, and `gold_retrieved` (extra): whether
-this turn surfaced a gold document.
+Signals per turn: `tool_ok`, `subgoals` = (hops found, hops) so far, where a hop is found once its gold
+document has appeared in search results or been opened; `progress` = the hops this turn found first / hops,
+and `gold_retrieved` (extra): whether this turn found a hop first. Progress is paid for new evidence only: a
+turn that repeats a search or an open, or runs an equivalent one (other words, other case, a larger `k` that
+lists no new gold document), adds no hop and reports `progress` 0 and `gold_retrieved` False, so summing
+the turns' progress (a per-turn reward channel does) gives at most the share of hops found, however many
+calls a policy makes. `subgoals` holds the running count.
 """
 
 from __future__ import annotations
@@ -234,7 +238,6 @@ class SearchEnv(Env):
         self.found: set[int] = set()  # hops whose gold document has been seen
         self.seen: set[str] = set()  # every document id retrieved or opened
         self.submitted: str | None = None
-        self._gold = False  # a gold document surfaced this turn
 
     @property
     def questions(self) -> tuple[str, ...]:
@@ -320,26 +323,27 @@ class SearchEnv(Env):
             return Step(
                 messages=[{"role": "user", "content": "Use a tool: search, open, or answer to submit your answer."}],
                 terminated=answered_before,
-                signals=self._signals(tool_ok=None, gold=False),
+                signals=self._signals(tool_ok=None, new_hops=0),
             )
-        self._gold = False
+        found_before = len(self.found)
         run = self.run_tools(turn)
         done, outcome = self.submitted is not None, self.outcome()
         return Step(
             messages=run.messages,
             reward=outcome["reward"] if done and not answered_before else 0.0,
             terminated=done,
-            signals=self._signals(tool_ok=run.ok, gold=self._gold, components=outcome["components"] if done else {}),
+            signals=self._signals(
+                tool_ok=run.ok,
+                new_hops=len(self.found) - found_before,
+                components=outcome["components"] if done else {},
+            ),
         )
 
     def on_search(self, args: Search) -> str:
-        text, hit = self._search(args.query, args.k)
-        self._gold |= hit
-        return text
+        return self._search(args.query, args.k)
 
     def on_open(self, args: Open) -> ToolResult:
-        text, found, hit = self._open(args.doc_id)
-        self._gold |= hit
+        text, found = self._open(args.doc_id)
         return ToolResult(text, ok=found)
 
     def on_answer(self, args: Answer) -> str:
@@ -356,19 +360,21 @@ class SearchEnv(Env):
 
     # --- tools -------------------------------------------------------------------------------------
 
-    def _search(self, query: str, k: int) -> tuple[str, bool]:
+    def _search(self, query: str, k: int) -> str:
         results = self.index.search(query, k)
         if not results:
-            return f"No documents match {query[:80]!r}. Try other keywords.", False
+            return f"No documents match {query[:80]!r}. Try other keywords."
         lines = [f"{i}. [{doc.id}] {doc.title}: {self._snippet(doc, query)}" for i, (doc, _) in enumerate(results, 1)]
-        return "\n".join(lines), self._see([doc.id for doc, _ in results])
+        self._see([doc.id for doc, _ in results])
+        return "\n".join(lines)
 
-    def _open(self, doc_id: str) -> tuple[str, bool, bool]:
-        """The page's text, whether it exists, and whether it is a gold page."""
+    def _open(self, doc_id: str) -> tuple[str, bool]:
+        """The page's text and whether it exists."""
         doc = self.docs.get(doc_id.strip())
         if doc is None:
-            return f"Error: no document with id {doc_id[:80]!r}. Use an id exactly as listed by search.", False, False
-        return f"[{doc.id}] {doc.title}\n{doc.text}", True, self._see([doc.id])
+            return f"Error: no document with id {doc_id[:80]!r}. Use an id exactly as listed by search.", False
+        self._see([doc.id])
+        return f"[{doc.id}] {doc.title}\n{doc.text}", True
 
     def _snippet(self, doc: Document, query: str) -> str:
         """The sentence of `doc` sharing most words with the query, so results show why they matched."""
@@ -377,23 +383,22 @@ class SearchEnv(Env):
         best = max(sentences, key=lambda s: len(words & set(s.lower().rstrip(".").split())), default="")
         return best if len(best) <= self.snippet_chars else best[: self.snippet_chars - 3] + "..."
 
-    def _see(self, doc_ids: list[str]) -> bool:
-        """Record seen documents; whether any of them is a gold document."""
+    def _see(self, doc_ids: list[str]) -> None:
+        """Record seen documents, and the hops whose gold document is among them."""
         self.seen.update(doc_ids)
-        gold_docs = self.task.hidden["gold_docs"]
-        hits = {i for i, g in enumerate(gold_docs) if g in doc_ids}
-        self.found |= hits
-        return bool(hits)
+        self.found |= {i for i, g in enumerate(self.task.hidden["gold_docs"]) if g in doc_ids}
 
-    def _signals(self, tool_ok: bool | None, gold: bool, components: Mapping[str, float] | None = None) -> StepSignals:
+    def _signals(
+        self, tool_ok: bool | None, new_hops: int, components: Mapping[str, float] | None = None
+    ) -> StepSignals:
+        """The turn's signals; `new_hops`: the hops this turn found first (its new evidence, all it is paid for)."""
         total = len(self.task.hidden["gold_docs"])
-        found = len(self.found)
         key = hashlib.sha256("|".join([self.task.id, *sorted(self.seen)]).encode()).hexdigest()[:16]
         return StepSignals(
             tool_ok=tool_ok,
-            subgoals=(found, total) if total else None,
-            progress=found / total if total else None,
+            subgoals=(len(self.found), total) if total else None,
+            progress=new_hops / total if total else None,
             reward_components=dict(components or {}),
             state_key=key,
-            extra={"gold_retrieved": gold},
+            extra={"gold_retrieved": new_hops > 0},
         )
