@@ -40,6 +40,7 @@ Episode rules:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import random
@@ -381,6 +382,9 @@ class SWEEnv(Env):
             finally:
                 harness.close()
             reference = reference_trace(*(parse_records(r.records or "", boxed.ids) for r in runs))
+            # Decoys the gold fix fails or runs unstably on (inputs it rejects, hangs) are not run again.
+            kept = tuple(r for r in boxed.ids if r not in boxed.decoys or reference.get(r) is not None)
+            boxed = dataclasses.replace(boxed, ids=kept)
             _REFERENCES[key] = (boxed, reference)
             unusable = [t for t in boxed.ids if reference.get(t) is None]
             if unusable:
