@@ -273,6 +273,16 @@ class Sandbox(abc.ABC):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    @property
+    def broken(self) -> str:
+        """Why the box must not be used again as it is (`""` while it is healthy).
+
+        A backend that heals itself says here what it found, until it has healed (docker: a container
+        found unhealthy, e.g. killed because it hung, is replaced at its next use). An owner may
+        replace the box at once instead, and record why.
+        """
+        return ""
+
     @abc.abstractmethod
     async def start(self) -> None:
         """Brings the box up (worker process, container); idempotent."""

@@ -209,6 +209,14 @@ def _docker_module() -> Any:
     return docker
 
 
+def _api_errors() -> tuple[type[Exception], ...]:
+    """What a call to the daemon raises when it fails: Docker's errors, and the HTTP layer's (a timeout,
+    a dropped connection) that the SDK lets through."""
+    import requests
+
+    return (_docker_module().errors.DockerException, requests.exceptions.RequestException)
+
+
 def _connect(base_url: str | None) -> Any:
     """Returns a low-level API client for the daemon, or a `SandboxError` that says how to start one."""
     docker = _docker_module()
@@ -350,6 +358,11 @@ class DockerSandbox(Sandbox):
         self._oom_seen = 0
         self._unhealthy = ""  # why the container must be replaced before its next use
         self._lock = asyncio.Lock()  # the wrapper's sweep would kill a concurrent exec: one at a time
+
+    @property
+    def broken(self) -> str:
+        """Why the container will be replaced at the next use (`""` while it is healthy)."""
+        return self._unhealthy if self.container_id is not None else ""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -605,7 +618,6 @@ class DockerSandbox(Sandbox):
         user: str = USER,
     ) -> _Raw:
         """One `docker exec`: streams output; enforces the wall clock and the flood limit from outside."""
-        docker = _docker_module()
         cid = self._require_started()
         t0 = time.perf_counter()
         try:
@@ -614,7 +626,7 @@ class DockerSandbox(Sandbox):
                 environment=[f"{k}={v}" for k, v in (env or {}).items()] or None,
             )["Id"]  # fmt: skip
             sio = self._api.exec_start(exec_id, socket=True)
-        except docker.errors.APIError as exc:
+        except _api_errors() as exc:
             self._unhealthy = f"cannot run commands: {exc}"
             raise SandboxError(f"sandbox container {cid[:12]} cannot run commands: {exc}") from exc
         # Read through the HTTP response's buffered reader: it may already hold the first frames.
@@ -665,10 +677,17 @@ class DockerSandbox(Sandbox):
             state["killed"] = state["timed_out"] = True
             self._unhealthy = "an exec stream outlived the container kill"
         except OSError as exc:
-            raise SandboxError(f"lost the exec stream of sandbox container {cid[:12]}: {exc}") from exc
+            if not (state["killed"] and self._unhealthy):  # the host's own container kill may reset the stream
+                self._unhealthy = f"lost an exec stream: {exc}"
+                raise SandboxError(f"lost the exec stream of sandbox container {cid[:12]}: {exc}") from exc
         finally:
-            for timer in timers:
+            # A timer that already fired runs to its end here: a container kill must land before the
+            # next exec starts (it did not always: the next exec then met a dying container).
+            watchdog.cancel()
+            watchdog.join()
+            for timer in timers[1:]:  # the kill timers `interrupt` armed; none is added after the join
                 timer.cancel()
+                timer.join()
             with contextlib.suppress(OSError):
                 sock.close()
         return _Raw(out, err, exec_id, state["killed"], state["timed_out"], time.perf_counter() - t0)
@@ -686,7 +705,11 @@ class DockerSandbox(Sandbox):
     def _exit_code(self, exec_id: str) -> int | None:
         deadline = time.monotonic() + 2.0
         while True:
-            info = self._api.exec_inspect(exec_id)
+            try:
+                info = self._api.exec_inspect(exec_id)
+            except _api_errors() as exc:  # the container went away under the exec
+                self._unhealthy = f"cannot inspect an exec: {exc}"
+                raise SandboxError(f"sandbox container {self.container_id or '?'} lost an exec: {exc}") from exc
             if not info.get("Running") or time.monotonic() > deadline:
                 return info.get("ExitCode")
             time.sleep(0.002)

@@ -33,7 +33,11 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run `coro` on the background loop and wait for its result (exceptions propagate)."""
+    """Run `coro` on the background loop and wait for its result (exceptions propagate).
+
+    Past `timeout` seconds the coroutine is cancelled and `TimeoutError` raised. A backend thread it
+    started (a blocking Docker call) is not interrupted by that: close the box to end it.
+    """
     loop = background_loop()
     try:
         running = asyncio.get_running_loop()
@@ -42,4 +46,9 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     if running is loop:
         coro.close()
         raise RuntimeError("run_sync called from the sandbox loop itself; await the coroutine instead")
-    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result(timeout)
+    except TimeoutError:
+        future.cancel()  # a no-op when the coroutine itself raised the TimeoutError
+        raise

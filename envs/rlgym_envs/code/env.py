@@ -16,15 +16,18 @@ Episode rules:
 - `submit(code)` grades the code on the hidden tests and ends the episode (one submission per
   episode). The feedback says how many hidden tests passed, never what they are.
 - A turn without tool calls gets a reminder; bad tool calls get an error message; `step` never raises
-  (except `SandboxError` when the sandbox itself breaks: the rollout manager records it).
+  on the policy's output. Code that breaks its sandbox (the box dies, hangs or is killed while it runs)
+  fails every case of that run with the reason, and the box is replaced at once; only a fresh box that
+  cannot start raises `SandboxError` (the sandbox itself is broken: the rollout manager records it).
 - Reward: 1.0 when every hidden test passes, else 0.0, paid on the submitting step.
   `outcome()["components"]`: `all_passed`, `pass_rate`, `tests_passed`, `tests_total`, `submitted`
   and `test/<i>` (1.0 or 0.0 per hidden test); `outcome()["tests"]` holds the pass vector, and so does
   `info["signals"]["tests"]` on the submitting step: what weighted partial credit (VeRPO) needs.
 - Signals: `tool_ok`; `progress` (the visible-example pass fraction of the last run, then the hidden
   pass fraction after the submission); `tests` (hidden, after the submission); `reward_components`;
-  extras `examples` (the last run's visible pass vector), `calls_made` and `outcome_level` (ordered:
-  0 no submission < 1 submitted, no hidden test passes < 2 some pass < 3 all pass; G-RA's gate).
+  extras `examples` (the last run's visible pass vector), `calls_made`, `outcome_level` (ordered:
+  0 no submission < 1 submitted, no hidden test passes < 2 some pass < 3 all pass; G-RA's gate) and
+  `sandbox_failures` (why each box broken during this step was replaced; usually empty).
 - Hidden tests and the reference solution live on `env.task` (`hidden["tests"]`, `answer`), never in
   an observation. How the harness keeps verdicts unforgeable: `rlgym_envs.code.grading`.
 
@@ -40,7 +43,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from rlgym_envs.code.grading import CaseResult, feedback, probe_readable, run_cases
+from rlgym_envs.code.grading import CaseResult, _short, feedback, probe_readable, run_cases
 from rlgym_envs.code.splits import task_splits
 from rlgym_envs.code.tasks import BUILTIN, KINDS, TaskSpec, load_specs, resolve_tasks, to_task
 from rlgym_llm.core.dispatch import ToolResult
@@ -62,6 +65,12 @@ SYSTEM_PROMPT = (
 NO_TOOL_CALL = "Please call run_examples to test your code, or submit with your final code."
 MAX_CODE_CHARS = 100_000
 DEFAULT_LIMITS = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=512, max_procs=16, output_bytes=64 * 1024)
+BOX_GRACE_S = 20.0
+"""Seconds past `grading_budget_s` a run may take before its box counts as hung; a reset gets this long
+in all. The backends end a stuck execution well before (docker: the container kill, 5 s
+after the sweep; local: the worker kill, 15 s after the timeout)."""
+CLOSE_TIMEOUT_S = 30.0  # closing a box (docker: removing the container; local: killing the worker 5 s on)
+_BROKEN = (SandboxError, TimeoutError)  # a box that broke, or did not answer in time
 
 
 class RunExamples(Tool):
@@ -163,6 +172,8 @@ class CodeEnv(Env):
         self.grading_budget_s = grading_budget_s
         self.isolation: dict[str, Any] = {}  # what the box can read of the task file, probed at start
         self._box: Sandbox | None = None
+        self.box_replacements = 0  # boxes thrown away because they broke or hung mid-run
+        self._box_failures: list[str] = []  # this step's, for the `sandbox_failures` signal
         self._dirty = False
         self._spec: TaskSpec | None = None
         self._examples: list[CaseResult] | None = None
@@ -193,30 +204,51 @@ class CodeEnv(Env):
         return self._box
 
     def _grade(self, code: str, hidden: bool) -> list[CaseResult]:
-        assert self._spec is not None
+        """Runs `code` on the visible examples or the hidden tests.
+
+        A box that breaks or hangs during the run (`SandboxError`, or no answer within the grading budget
+        plus `BOX_GRACE_S`) fails every case of the run with the reason and is replaced at once, so the
+        episode goes on; only a fresh box that cannot start raises. A box that answered but reports
+        itself `broken` (docker: the container was killed to end a hung run) keeps the run's verdicts and
+        is replaced too. Either way the reason goes into this step's `sandbox_failures`.
+        """
+        spec = self._spec
+        assert spec is not None
         box = self._sandbox()
+        if hidden:  # grade in a clean work dir: nothing left by earlier runs of this episode
+            try:
+                run_sync(box.reset(), timeout=BOX_GRACE_S)
+            except _BROKEN as exc:  # earlier runs broke it: a fresh box grades the submission
+                box = self._replace_box(exc)
+        cases = run_cases(box, spec, code, hidden=hidden, timeout_s=self.test_timeout_s, budget_s=self.grading_budget_s)
         try:
-            if hidden:  # grade in a clean work dir: nothing left by earlier runs of this episode
-                run_sync(box.reset())
-            return run_sync(
-                run_cases(
-                    box,
-                    self._spec,
-                    code,
-                    hidden=hidden,
-                    timeout_s=self.test_timeout_s,
-                    budget_s=self.grading_budget_s,
-                )
-            )
-        except SandboxError:
-            self._drop_box()  # a broken box is not reused; the next call starts a fresh one
-            raise
+            results = run_sync(cases, timeout=self.grading_budget_s + BOX_GRACE_S)
+        except _BROKEN as exc:
+            self._replace_box(exc)
+            why = f"the sandbox broke while running the code and was replaced ({self._box_failures[-1]})"
+            count = (1 if hidden else 0) if spec.kind == "check" else len(spec.cases(hidden))  # as run_cases
+            return [CaseResult(False, "error", error=why) for _ in range(count)]
+        if box.broken:  # the run got its verdicts (e.g. a timeout), but the box had to be killed for them
+            self._replace_box(SandboxError(box.broken))
+        return results
+
+    def _replace_box(self, exc: BaseException) -> Sandbox:
+        """Records why the box failed (in this step's `sandbox_failures`), drops it and starts a fresh one.
+
+        A fresh box that cannot start raises `SandboxError`: then the sandbox itself is broken, not the code.
+        """
+        reason = "it stopped answering" if isinstance(exc, TimeoutError) else _short(str(exc) or repr(exc))
+        logger.warning("replacing the code sandbox: %s", reason)
+        self._box_failures.append(reason)
+        self.box_replacements += 1
+        self._drop_box()
+        return self._sandbox()
 
     def _drop_box(self) -> None:
         box, self._box = self._box, None
         if box is not None:
             try:
-                run_sync(box.close())
+                run_sync(box.close(), timeout=CLOSE_TIMEOUT_S)
             except Exception as exc:  # closing a broken box may fail too; it is gone either way
                 logger.warning("closing the code sandbox failed: %r", exc)
 
@@ -229,9 +261,9 @@ class CodeEnv(Env):
     def new_episode(self, task: Task) -> None:
         if self._box is not None and self._dirty:
             try:
-                run_sync(self._box.reset())
+                run_sync(self._box.reset(), timeout=BOX_GRACE_S)
                 self._dirty = False
-            except SandboxError as exc:
+            except _BROKEN as exc:
                 logger.warning("resetting the code sandbox failed, starting a fresh one: %r", exc)
                 self._drop_box()
         self._examples, self._hidden, self._calls = None, None, 0
@@ -266,6 +298,7 @@ class CodeEnv(Env):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.prompt}]
 
     def respond(self, turn: AssistantTurn) -> Step:
+        self._box_failures = []
         submitted_before = self._hidden is not None
         self._calls += len(turn.tool_calls)
         run = self.run_tools(turn)
@@ -295,6 +328,7 @@ class CodeEnv(Env):
         return f"Submitted. {passed}/{len(self._hidden)} hidden tests passed. {verdict}"
 
     def invalid_action(self, problem: str) -> Step:
+        self._box_failures = []
         step = super().invalid_action(problem)
         return Step(step.messages, terminated=self._hidden is not None, signals=self._signals(False))
 
@@ -316,7 +350,12 @@ class CodeEnv(Env):
             progress=progress,
             tests=tests,
             reward_components=self.outcome()["components"],
-            extra={"examples": examples, "calls_made": self._calls, "outcome_level": self.outcome_level()},
+            extra={
+                "examples": examples,
+                "calls_made": self._calls,
+                "outcome_level": self.outcome_level(),
+                "sandbox_failures": list(self._box_failures),
+            },
         )
 
     def outcome_level(self) -> int:
