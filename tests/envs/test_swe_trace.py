@@ -58,17 +58,20 @@ def test_a_lone_bit_is_recorded_with_what_it_was_read_from():
 
 
 def test_traces_match_record_for_record_and_unstable_records_are_wildcards():
-    run = "T t1\nR 1 aa\nR @call passed\nT t2\nR 2 bb\nR @call passed\n"
-    other = "T t1\nR 1 aa\nR @call passed\nT t2\nR 2 cc\nR @call passed\n"
+    end = "R @teardown passed\n"
+    run = f"T t1\nR @setup passed\nR 1 aa\nR @call passed\n{end}T t2\nR @setup passed\nR 2 bb\nR @call passed\n{end}"
+    other = run.replace("R 2 bb", "R 2 cc")
     ref = reference_trace(parse_records(run, ["t1", "t2"]), parse_records(other, ["t1", "t2"]))
-    assert ref["t2"] == [("2", WILDCARD), ("@call", "passed")]
+    assert ref["t2"] == [("@setup", "passed"), ("2", WILDCARD), ("@call", "passed"), ("@teardown", "passed")]
     assert matches(ref, parse_records(run, ["t1"]), "t1")
-    assert not matches(ref, parse_records("T t1\nR 1 ab\nR @call passed\n", ["t1"]), "t1")
-    assert not matches(ref, parse_records("T t1\nR 1 aa\nR @call failed\n", ["t1"]), "t1")
-    assert not matches(ref, parse_records("T t1\nR 1 aa\n", ["t1"]), "t1")  # cut short
-    assert not matches(ref, parse_records(run + "T t1\nR 1 aa\nR @call passed\n", ["t1"]), "t1")  # twice
-    failed = reference_trace(*[parse_records("T t1\nR @call failed\n", ["t1"])] * 2)
+    assert not matches(ref, parse_records(run.replace("R 1 aa", "R 1 ab"), ["t1"]), "t1")
+    assert not matches(ref, parse_records(run.replace("@call passed", "@call failed"), ["t1"]), "t1")
+    assert not matches(ref, parse_records("T t1\nR @setup passed\nR 1 aa\n", ["t1"]), "t1")  # cut short
+    assert not matches(ref, parse_records(run + "T t1\nR 1 aa\n", ["t1"]), "t1")  # twice
+    failed = reference_trace(*[parse_records(run.replace("@call passed", "@call failed"), ["t1"])] * 2)
     assert failed["t1"] is None  # a test the gold fix fails gives no reference
+    cut = reference_trace(*[parse_records("T t1\nR @setup passed\nR 1 aa\n", ["t1"])] * 2)
+    assert cut["t1"] is None  # nor does one a time limit cut short
 
 
 def test_decoys_are_renamed_mutated_copies_that_count_for_their_test():

@@ -35,6 +35,7 @@ RECORDER = r"""
 import hashlib, re, sys, types
 _out = [None]
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+_OPAQUE = {"socket", "_socket", "_io", "io", "select", "selectors", "ssl", "_ssl", "threading", "_thread", "subprocess"}
 
 def _canon(v, depth=0):
     t = type(v)
@@ -56,6 +57,8 @@ def _canon(v, depth=0):
         return name + "(" + _canon(v.args, depth + 1) + ")"
     if isinstance(v, type):
         return "type:" + v.__module__ + "." + v.__qualname__
+    if t.__module__ in _OPAQUE:  # sockets, files, threads: fds, ports and ids differ from box to box
+        return name
     if t.__repr__ is object.__repr__ and hasattr(v, "__dict__"):
         return name + "<" + _canon(dict(vars(v)), depth + 1) + ">"
     return name + ":" + _ADDR.sub(" at 0x?", repr(v))

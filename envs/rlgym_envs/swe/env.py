@@ -377,14 +377,21 @@ class SWEEnv(Env):
             files = {p: t for p, t in {**inst.files, **inst.gold_files}.items() if not is_test_path(p)}
             image = {"image": inst.image} if inst.image and self.backend == "docker" else {}
             harness = TestHarness(self.backend, self.limits, **{**self.sandbox_options, **image})
-            try:
+
+            def gold_trace(boxed: Boxed) -> dict[str, Any]:
                 runs = [harness.run(self._request(files, self._traced(boxed)), fresh_box=True)[0] for _ in range(2)]
+                return reference_trace(*(parse_records(r.records or "", boxed.ids) for r in runs))
+
+            try:
+                reference = gold_trace(boxed)
+                # Decoys the gold fix fails or runs unstably on (inputs it rejects, hangs) are not run
+                # again; the rest are traced anew, as tests can see what ran before them (open fds).
+                kept = tuple(r for r in boxed.ids if r not in boxed.decoys or reference.get(r) is not None)
+                if kept != boxed.ids:
+                    boxed = dataclasses.replace(boxed, ids=kept)
+                    reference = gold_trace(boxed)
             finally:
                 harness.close()
-            reference = reference_trace(*(parse_records(r.records or "", boxed.ids) for r in runs))
-            # Decoys the gold fix fails or runs unstably on (inputs it rejects, hangs) are not run again.
-            kept = tuple(r for r in boxed.ids if r not in boxed.decoys or reference.get(r) is not None)
-            boxed = dataclasses.replace(boxed, ids=kept)
             _REFERENCES[key] = (boxed, reference)
             unusable = [t for t in boxed.ids if reference.get(t) is None]
             if unusable:

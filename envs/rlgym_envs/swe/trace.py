@@ -470,8 +470,9 @@ def reference_trace(first: Trace, second: Trace) -> dict[str, list[tuple[str, st
             out[test_id] = None
             continue
         merged = [(s, v if v == w else WILDCARD) for (s, v), (_, w) in zip(a, b, strict=True)]
-        outcomes = [v for s, v in merged if s.startswith("@")]
-        out[test_id] = merged if outcomes and all(v == "passed" for v in outcomes) else None
+        outcomes = {s: v for s, v in merged if s.startswith("@")}
+        complete = set(outcomes) == {"@setup", "@call", "@teardown"}  # not cut short by a time limit
+        out[test_id] = merged if complete and all(v == "passed" for v in outcomes.values()) else None
     return out
 
 
