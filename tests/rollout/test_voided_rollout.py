@@ -1,7 +1,7 @@
 """Caught forgery is visible (issue 32): an env that voids a grade says so in the step's `info`
 (`voided`, `void_reason`), and the rollout manager records it on the trajectory, through JSONL and back.
 
-`ForgeryEnv` is the test env of this file and of `tests/eval/test_voided.py`: submit the word the prompt
+`ForgeryEnv` is the test env of this file and of `tests/eval/test_voided_eval.py`: submit the word the prompt
 names; the `forge` tool (standing for a patch that rewrites the grader) is caught, so the env voids the
 grade (reward 0 whatever is submitted) and says why in that step's info.
 """

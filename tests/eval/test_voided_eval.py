@@ -12,7 +12,7 @@ from rlgym_llm.eval.report import render_markdown, write_report
 from rlgym_llm.eval.runner import NO_VOID_REASON, EvalResult, evaluate, summarize
 from rlgym_llm.rollout.manager import RolloutConfig
 from rlgym_llm.testing.policies import ScriptedPolicy
-from tests.rollout.test_voided import VOID_REASON, ForgeryEnv, player
+from tests.rollout.test_voided_rollout import VOID_REASON, ForgeryEnv, player
 
 FORGERY = "test/EvalForgery-v0"
 
