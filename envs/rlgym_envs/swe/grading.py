@@ -184,7 +184,8 @@ class _Canary(ast.NodeVisitor):
     visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
 
 
-def _find_test(tree: ast.Module, names: Sequence[str]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def find_node(tree: ast.Module, names: Sequence[str]) -> ast.stmt | None:
+    """The statement a test node id's names lead to (`["TestX", "test_y"]`: class, then method), or None."""
     scope: list[ast.stmt] = tree.body
     node: ast.stmt | None = None
     for name in names:
@@ -192,6 +193,11 @@ def _find_test(tree: ast.Module, names: Sequence[str]) -> ast.FunctionDef | ast.
         if node is None:
             return None
         scope = getattr(node, "body", [])
+    return node
+
+
+def _find_test(tree: ast.Module, names: Sequence[str]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    node = find_node(tree, names)
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rlgym_envs.swe.grading import _base_names, _find_test
+from rlgym_envs.swe.grading import _base_names, _find_test, find_node
 
 RECORDER_MODULE = "_rlgym_trace"
 REC, RAISES, CALL_RAISES = "_rlgym_rec", "_rlgym_raises", "_rlgym_call_raises"
@@ -408,13 +408,7 @@ def boxed_tests(
 
 
 def _find_test_scope(tree: ast.Module, names: Sequence[str]) -> ast.ClassDef | None:
-    scope: list[ast.stmt] = tree.body
-    node: ast.stmt | None = None
-    for name in names:
-        node = next((n for n in scope if getattr(n, "name", None) == name), None)
-        if node is None:
-            return None
-        scope = getattr(node, "body", [])
+    node = find_node(tree, names)
     return node if isinstance(node, ast.ClassDef) else None
 
 
