@@ -3,7 +3,7 @@
     python benchmarks/swe_v0.py --backend docker                   # every instance (tens of minutes)
     python benchmarks/swe_v0.py --backend local --per-project 2    # a quick look
 
-Agents: `gold` applies the gold fix and submits (must resolve 100%), `empty` submits the tree as it
+Agents: `gold` applies the gold fix and submits (must resolve every instance but the trace-blind ones, whose grades the env voids: `benchmarks/swe_trace_blind.py`), `empty` submits the tree as it
 is (0%), `test_edit` rewrites the failing tests into `pass` (0%: grading uses fresh test files),
 `random_edit` swaps one random token of one source line (0%). Writes
 `benchmarks/results/swe_v0.{json,md}`: per project and agent the resolved fraction, voided grades

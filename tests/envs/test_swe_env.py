@@ -391,7 +391,9 @@ def test_unittest_mock_and_async_tests_run_under_pytest():
             "pass_to_pass": ("tests/test_big.py::TestA::test_mock", "tests/test_big.py::TestB::test_async"),
         }
     )
-    env = SWEEnv(dataset=[inst])
+    # no gold fix: the failing test records the same on both trees (trace-blind), so the default
+    # would void the grade; this test is about what runs under pytest
+    env = SWEEnv(dataset=[inst], trace_blind="pay")
     try:
         env.reset(seed=0)
         report = env.step(call("run_tests"))[0][0]["content"]

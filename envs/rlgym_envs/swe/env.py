@@ -80,7 +80,9 @@ NO_TOOL_CALL = "Use the tools to inspect and fix the repository, then call submi
 MAX_REPORT_CHARS = 6000  # test output shown per run_tests call; the middle is cut
 BUILT_SET = Path(__file__).with_name("data") / "swe_v0.jsonl"  # `python -m rlgym_envs.swe.factory build`
 TIERS = ("real", "toy")
-_REFERENCES: dict[str, tuple[Boxed, dict[str, Any]]] = {}  # gold traces by instance content, backend and options
+TRACE_BLIND = ("void", "pay")
+# gold traces (and trace-blind tests) by instance content, backend and options
+_REFERENCES: dict[str, tuple[Boxed, dict[str, Any], tuple[str, ...]]] = {}
 # outcome_level signal: an ordered summary of where the episode ended (higher is better).
 NO_SUBMISSION, EMPTY_PATCH, TESTS_FAIL, TESTS_PASS = 0, 1, 2, 3
 
@@ -130,6 +132,12 @@ class SWEEnv(Env):
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
         hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
             issue says what is wrong); grading still runs them.
+        trace_blind: what a paying grade does on an instance with a *trace-blind* FAIL_TO_PASS test,
+            one whose traced records are the same on the buggy tree as on the gold fix, so that only
+            pytest's report, which candidate code can forge, judges it (docs/threat_model.md).
+            `void` (default): the grade is voided (reward 0, `info["voided"]`, a reason starting
+            "ungradable"), solved or not, so forging never pays; `pay`: pytest's report decides
+            (only for policies you trust).
         split: the content pool, `train` (default), `val` or `test` (see the module docstring); a data
             set whose instances all carry `split` keeps its own assignment. `instances` holds the pool;
             `split_of_instance` maps every instance id of the data set to its split.
@@ -152,6 +160,7 @@ class SWEEnv(Env):
         test_timeout: float = 10.0,
         dense_signals: bool = True,
         hide_tests: bool = False,
+        trace_blind: str = "void",
         split: str = "train",
         split_by: str = "instance",
         max_tool_calls: int = 16,
@@ -167,6 +176,8 @@ class SWEEnv(Env):
             problems.append(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
         if split_by not in SPLIT_BY:
             problems.append(f"split_by must be one of {list(SPLIT_BY)}, got {split_by!r}")
+        if trace_blind not in TRACE_BLIND:
+            problems.append(f"trace_blind must be one of {list(TRACE_BLIND)}, got {trace_blind!r}")
         if problems:
             raise ConfigError(problems)
         if dataset is None and tier == "toy":
@@ -191,6 +202,7 @@ class SWEEnv(Env):
         self.sandbox_options = dict(sandbox_options or {})
         self.test_timeout = float(test_timeout)
         self.dense_signals = dense_signals
+        self.trace_blind = trace_blind
         self._harness: TestHarness | None = None
         self._harness_image: str | None = None
         self._warned_image = False
@@ -320,7 +332,7 @@ class SWEEnv(Env):
             return self._grades[key]
         inst = self._instance
         ids = list(inst.tests)
-        boxed, reference = self._reference()
+        boxed, reference, blind = self._reference()
         files = {p: t for p, t in self._files.items() if not is_test_path(p)}
         harness = self._harness_for(inst)
         # Two runs, each in a fresh box wiped after it: the plain tests (their expected values never
@@ -338,6 +350,12 @@ class SWEEnv(Env):
             findings = screen_patch(inst.files, self._files, is_test=is_test_path)
             if findings:
                 self._void(f"the patch reaches into the test harness: {findings[:5]}")
+            if blind and self.trace_blind == "void":
+                self._void(
+                    f"ungradable, not forgery: the trace records the same on the buggy tree as on the gold fix for "
+                    f"{list(blind)[:3]}, so only pytest's report (which candidate code can forge) would judge them "
+                    "(trace_blind='pay' pays that report)"
+                )
             self._final.add(key)
         if self._tamper:
             vector = tuple(False for _ in vector)
@@ -361,10 +379,12 @@ class SWEEnv(Env):
             "runs": [dict(run)],
         }
 
-    def _reference(self) -> tuple[Boxed, Mapping[str, Any]]:
-        """The traced tests (with their secret decoys) and the gold fix's trace of them
-        (`trace.reference_trace`): two runs, each in a fresh box of its own that never ran the
-        agent's code; cached per instance content, backend and options, for the process's life."""
+    def _reference(self) -> tuple[Boxed, Mapping[str, Any], tuple[str, ...]]:
+        """The traced tests (with their secret decoys), the gold fix's trace of them
+        (`trace.reference_trace`: two runs, each in a fresh box of its own that never ran the
+        agent's code), and the trace-blind FAIL_TO_PASS tests: those the buggy tree's own trace
+        already matches (or that the gold fix gives no stable trace for), which only pytest's report
+        can judge. Cached per instance content, backend and options, for the process's life."""
         inst = self._instance
         h = hashlib.sha256(repr((self.backend, inst.image, sorted(self.sandbox_options.items()))).encode())
         for part in (inst.files, inst.gold_files, inst.test_files):
@@ -390,9 +410,19 @@ class SWEEnv(Env):
                 if kept != boxed.ids:
                     boxed = dataclasses.replace(boxed, ids=kept)
                     reference = gold_trace(boxed)
+                # the buggy tree, traced the same way: a FAIL_TO_PASS test whose records it already
+                # matches is one the trace cannot tell from solved (docs/threat_model.md, "trace-blind")
+                bug = {p: t for p, t in inst.files.items() if not is_test_path(p)}
+                (bug_run,) = harness.run(self._request(bug, self._traced(boxed)), fresh_box=True)
+                judged = boxed_vector(
+                    boxed, reference, parse_records(bug_run.records or "", boxed.ids), inst.fail_to_pass
+                )
+                blind = tuple(t for t in inst.fail_to_pass if judged[t] is not False)
             finally:
                 harness.close()
-            _REFERENCES[key] = (boxed, reference)
+            _REFERENCES[key] = (boxed, reference, blind)
+            if blind:
+                logger.info("task %s: trace-blind FAIL_TO_PASS tests %s", inst.id, list(blind)[:5])
             unusable = [t for t in boxed.ids if reference.get(t) is None]
             if unusable:
                 logger.info("task %s: the gold fix gives no stable trace for %s", inst.id, unusable[:5])

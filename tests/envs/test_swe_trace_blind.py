@@ -1,0 +1,127 @@
+"""Trace-blind real instances (docs/threat_model.md): a FAIL_TO_PASS test whose traced records are
+the same on the buggy tree as on the gold fix is judged by pytest's report alone, which candidate
+code can forge. By default (`trace_blind="void"`) such a grade is voided, solved or not; with
+`trace_blind="pay"` the report pays, forged too. Local backend, two shipped real instances: one the
+last blind-guess measurement found trace-blind (a TTL cache driven by a clock) and one it did not."""
+
+import pytest
+
+import rlgym_llm
+from rlgym_llm import AssistantTurn, ToolCall
+
+pytestmark = pytest.mark.slow  # ~10 s per graded episode (a reference: two gold runs and one buggy run)
+
+BLIND, SEEING = "cachetools-006", "cachetools-000"
+
+# pytest's reports forced to passed from inside the run (the attack suite's first hook attack)
+FORGE = """
+_r = __import__("_py" + "test.reports", fromlist=["x"])
+_make = _r.TestReport.from_item_and_call.__func__
+def _forged(cls, item, call):
+    report = _make(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+_r.TestReport.from_item_and_call = classmethod(_forged)
+"""
+
+
+@pytest.fixture(scope="module")
+def make_env():
+    envs = {}
+
+    def make(instance_id, trace_blind="void"):
+        probe = rlgym_llm.make("rlgym/SWE-v0", backend="local", dense_signals=False)
+        split = probe.unwrapped.split_of_instance[instance_id]
+        probe.close()
+        key = (split, trace_blind)
+        if key not in envs:
+            envs[key] = rlgym_llm.make(
+                "rlgym/SWE-v0",
+                backend="local",
+                dense_signals=False,
+                hide_tests=True,
+                split=split,
+                trace_blind=trace_blind,
+            )
+        return envs[key]
+
+    yield make
+    for env in envs.values():
+        env.close()
+
+
+def step(env, name, **args):
+    return env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))
+
+
+def submit(env, instance_id, gold=False, forge=False):
+    env.reset(options={"instance_id": instance_id})
+    inner = env.unwrapped
+    if gold:
+        for path, edits in inner.task.hidden["gold_edits"].items():
+            for old, new in edits:
+                step(env, "edit_file", path=path, old_str=old, new_str=new)
+    if forge:  # appended to the package's first module, which the tests import
+        path = sorted(p for p in inner._files if p.endswith("__init__.py") and "test" not in p)[0]
+        text = inner._files[path]
+        head = text.split("\n", 1)[0]  # the module's docstring line
+        assert head and text.count(head) == 1, "the first line must be unique to edit after it"
+        assert step(env, "edit_file", path=path, old_str=head, new_str=head + "\n" + FORGE)[4]["signals"]["tool_ok"]
+    _, reward, terminated, _, info = step(env, "submit")
+    assert terminated
+    return reward, info
+
+
+def test_a_blind_instance_is_found_and_its_grade_voided_even_when_solved(make_env):
+    env = make_env(BLIND)
+    reward, info = submit(env, BLIND, gold=True)
+    assert reward == 0.0 and info.get("voided") and info["void_reason"].startswith("ungradable"), info
+    reward, info = submit(env, BLIND, forge=True)
+    assert reward == 0.0 and info.get("voided"), info
+
+
+def test_with_trace_blind_pay_the_report_decides_and_a_forgery_is_paid(make_env):
+    """What the default guards against: on the same instance the forgery is paid by the report."""
+    env = make_env(BLIND, trace_blind="pay")
+    assert submit(env, BLIND, gold=True)[0] == 1.0
+    reward, info = submit(env, BLIND, forge=True)
+    assert reward == 1.0 and not info.get("voided"), info
+
+
+def test_the_control_an_instance_the_trace_sees_pays_its_fix_and_not_a_forgery(make_env):
+    env = make_env(SEEING)
+    reward, info = submit(env, SEEING, gold=True)
+    assert reward == 1.0 and not info.get("voided"), info
+    reward, info = submit(env, SEEING, forge=True)
+    assert reward == 0.0, info
+
+
+def test_trace_blind_takes_void_or_pay():
+    with pytest.raises(Exception, match="trace_blind must be one of"):
+        rlgym_llm.make("rlgym/SWE-v0", tier="toy", trace_blind="ignore")
+
+
+def test_the_benchmark_lists_blind_instances(tmp_path):
+    """`benchmarks/swe_trace_blind.py` runs (toy tier, one instance per split: none is blind)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "blind"
+    cmd = [
+        sys.executable,
+        str(root / "benchmarks/swe_trace_blind.py"),
+        "--tier",
+        "toy",
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=root, timeout=300)
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert len(data["rows"]) == 3 and {r["split"] for r in data["rows"]} == {"train", "val", "test"}
+    assert all(r["blind"] == [] for r in data["rows"])
+    assert "**0 of 3 instances**" in out.with_suffix(".md").read_text()
