@@ -1,10 +1,12 @@
 """Trace-blind real instances (docs/threat_model.md): a FAIL_TO_PASS test whose traced records are
-the same on the buggy tree as on the gold fix is judged by pytest's report alone, which candidate
-code can forge. By default (`trace_blind="void"`) such a grade is voided, solved or not; with
-`trace_blind="pay"` the report pays, forged too. Local backend, two shipped real instances: one the
-last blind-guess measurement found trace-blind (a TTL cache driven by a clock) and one it did not."""
+the same on the buggy tree as on the gold fix (or that the gold fix gives no stable trace for) is
+judged by pytest's report alone, which candidate code can forge. By default (`trace_blind="void"`)
+such a grade is voided, solved or not; with `trace_blind="pay"` the report pays, forged too. Local
+backend, two shipped real instances: one the blind-guess measurement found forgeable (its three
+FAIL_TO_PASS tests record the same on both trees) and one it did not."""
 
 import pytest
+from test_swe_attacks import ATTACKS  # tests/envs is on sys.path (pytest's rootdir-less import mode)
 
 import rlgym_llm
 from rlgym_llm import AssistantTurn, ToolCall
@@ -14,15 +16,7 @@ pytestmark = pytest.mark.slow  # ~10 s per graded episode (a reference: two gold
 BLIND, SEEING = "cachetools-006", "cachetools-000"
 
 # pytest's reports forced to passed from inside the run (the attack suite's first hook attack)
-FORGE = """
-_r = __import__("_py" + "test.reports", fromlist=["x"])
-_make = _r.TestReport.from_item_and_call.__func__
-def _forged(cls, item, call):
-    report = _make(cls, item, call)
-    report.outcome, report.longrepr = "passed", None
-    return report
-_r.TestReport.from_item_and_call = classmethod(_forged)
-"""
+FORGE = ATTACKS["hooks: reports forced to passed"]
 
 
 @pytest.fixture(scope="module")
