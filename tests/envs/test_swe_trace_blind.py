@@ -23,16 +23,16 @@ FORGE = ATTACKS["hooks: reports forced to passed"]
 def make_env():
     envs = {}
 
-    def make(instance_id, trace_blind="void"):
+    def make(instance_id, trace_blind="void", dense=False):
         probe = rlgym_llm.make("rlgym/SWE-v0", backend="local", dense_signals=False)
         split = probe.unwrapped.split_of_instance[instance_id]
         probe.close()
-        key = (split, trace_blind)
+        key = (split, trace_blind, dense)
         if key not in envs:
             envs[key] = rlgym_llm.make(
                 "rlgym/SWE-v0",
                 backend="local",
-                dense_signals=False,
+                dense_signals=dense,
                 hide_tests=True,
                 split=split,
                 trace_blind=trace_blind,
@@ -48,6 +48,18 @@ def step(env, name, **args):
     return env.step(AssistantTurn(tool_calls=(ToolCall(name, args, "c"),)))
 
 
+def forge_edit(env):
+    """Plants the forgery in the package's first module, which the tests import; the step's info."""
+    inner = env.unwrapped
+    path = sorted(p for p in inner._files if p.endswith("__init__.py") and "test" not in p)[0]
+    text = inner._files[path]
+    head = text.split("\n", 1)[0]  # the module's docstring line
+    assert head and text.count(head) == 1, "the first line must be unique to edit after it"
+    info = step(env, "edit_file", path=path, old_str=head, new_str=head + "\n" + FORGE)[4]
+    assert info["signals"]["tool_ok"]
+    return info
+
+
 def submit(env, instance_id, gold=False, forge=False):
     env.reset(options={"instance_id": instance_id})
     inner = env.unwrapped
@@ -55,12 +67,8 @@ def submit(env, instance_id, gold=False, forge=False):
         for path, edits in inner.task.hidden["gold_edits"].items():
             for old, new in edits:
                 step(env, "edit_file", path=path, old_str=old, new_str=new)
-    if forge:  # appended to the package's first module, which the tests import
-        path = sorted(p for p in inner._files if p.endswith("__init__.py") and "test" not in p)[0]
-        text = inner._files[path]
-        head = text.split("\n", 1)[0]  # the module's docstring line
-        assert head and text.count(head) == 1, "the first line must be unique to edit after it"
-        assert step(env, "edit_file", path=path, old_str=head, new_str=head + "\n" + FORGE)[4]["signals"]["tool_ok"]
+    if forge:
+        forge_edit(env)
     _, reward, terminated, _, info = step(env, "submit")
     assert terminated
     return reward, info
@@ -80,6 +88,20 @@ def test_with_trace_blind_pay_the_report_decides_and_a_forgery_is_paid(make_env)
     assert submit(env, BLIND, gold=True)[0] == 1.0
     reward, info = submit(env, BLIND, forge=True)
     assert reward == 1.0 and not info.get("voided"), info
+
+
+def test_dense_signals_never_count_a_blind_test(make_env):
+    """The forgery on the buggy tree, graded after the edit turn: under `pay` its `progress` (the share
+    of FAIL_TO_PASS passing) reads 1 by the forged report; by default the blind tests never count."""
+    seen = {}
+    for mode in ("pay", "void"):
+        env = make_env(BLIND, trace_blind=mode, dense=True)
+        env.reset(options={"instance_id": BLIND})
+        seen[mode] = forge_edit(env)["signals"]["progress"]
+    inner = env.unwrapped
+    blind = inner._reference()[2]
+    assert len(blind) == len(inner._instance.fail_to_pass) == 3
+    assert seen == {"pay": 1.0, "void": 0.0}
 
 
 def test_the_control_an_instance_the_trace_sees_pays_its_fix_and_not_a_forgery(make_env):

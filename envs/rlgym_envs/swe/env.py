@@ -132,12 +132,13 @@ class SWEEnv(Env):
         dense_signals: grade after every turn that changes a source file (for `progress`/`tests`).
         hide_tests: cut the FAIL_TO_PASS tests out of the agent's files (SWE-bench style: only the
             issue says what is wrong); grading still runs them.
-        trace_blind: what a paying grade does on an instance with a *trace-blind* FAIL_TO_PASS test,
-            one whose traced records are the same on the buggy tree as on the gold fix, so that only
-            pytest's report, which candidate code can forge, judges it (docs/threat_model.md).
-            `void` (default): the grade is voided (reward 0, `info["voided"]`, a reason starting
-            "ungradable"), solved or not, so forging never pays; `pay`: pytest's report decides
-            (only for policies you trust).
+        trace_blind: what grading does with a *trace-blind* FAIL_TO_PASS test, one whose traced
+            records are the same on the buggy tree as on the gold fix (or that the gold fix gives no
+            stable trace for), so that only pytest's report, which candidate code can forge, could
+            judge it (docs/threat_model.md). `void` (default): such a test never counts as passed
+            (dense signals included) and every paying grade of its instance is voided (reward 0,
+            `info["voided"]`, a reason starting "ungradable"), solved or not, so forging never pays;
+            `pay`: pytest's report decides (only for policies you trust).
         split: the content pool, `train` (default), `val` or `test` (see the module docstring); a data
             set whose instances all carry `split` keeps its own assignment. `instances` holds the pool;
             `split_of_instance` maps every instance id of the data set to its split.
@@ -345,16 +346,18 @@ class SWEEnv(Env):
         self._box_files = None  # the box was replaced: the agent's next test run starts afresh
         verdict = plain_run.verdict(ids)
         judged = boxed_vector(boxed, reference, parse_records(run.records or "", boxed.ids), ids)
-        vector = tuple(verdict.passed(t) and judged[t] is not False for t in ids)
+        void_blind = bool(blind) and self.trace_blind == "void"
+        # a trace-blind test is judged by the report alone: it never counts, in dense signals either
+        vector = tuple(verdict.passed(t) and judged[t] is not False and not (void_blind and t in blind) for t in ids)
         if final:
             findings = screen_patch(inst.files, self._files, is_test=is_test_path)
             if findings:
                 self._void(f"the patch reaches into the test harness: {findings[:5]}")
-            if blind and self.trace_blind == "void":
+            if void_blind:
                 self._void(
-                    f"ungradable, not forgery: the trace records the same on the buggy tree as on the gold fix for "
-                    f"{list(blind)[:3]}, so only pytest's report (which candidate code can forge) would judge them "
-                    "(trace_blind='pay' pays that report)"
+                    f"ungradable, not forgery: the trace cannot tell the buggy tree from the gold fix for "
+                    f"{list(blind)[:3]} (the same records, or no stable gold trace), so only pytest's report, "
+                    "which candidate code can forge, would judge them (trace_blind='pay' pays that report)"
                 )
             self._final.add(key)
         if self._tamper:
