@@ -141,3 +141,25 @@ def test_the_benchmark_lists_blind_instances(tmp_path):
     assert len(data["rows"]) == 3 and {r["split"] for r in data["rows"]} == {"train", "val", "test"}
     assert all(r["blind"] == [] for r in data["rows"])
     assert "**0 of 3 instances**" in out.with_suffix(".md").read_text()
+
+
+def test_the_blind_guess_benchmark_runs_with_live_controls(tmp_path):
+    """`benchmarks/swe_blind_guess.py` (toy tier, one instance per split): the guesses are paid 0, the
+    gold fix 1.0 and the buggy tree 0, and each guess on top of the gold fix breaks its grade (the
+    patch runs and changes the records: a patch that silently did nothing would also be paid 0)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "guess"
+    cmd = [sys.executable, str(root / "benchmarks/swe_blind_guess.py"), "--tier", "toy", "--limit", "1", "--out", str(out)]
+    subprocess.run(cmd, check=True, cwd=root, timeout=300)
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert len(rows) == 3
+    for r in rows:
+        assert r["gold"] == [1.0, False] and r["buggy"][0] == 0.0, r
+        for s in ("deep True", "deep flip"):
+            assert r[s][0] == 0.0 and r[s + " on gold"][0] == 0.0, (s, r)
+    assert "| deep flip | 3 | 0 | 0.0000 | 3 of 3 |" in out.with_suffix(".md").read_text()
