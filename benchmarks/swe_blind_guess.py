@@ -85,6 +85,7 @@ def main() -> None:
     args = p.parse_args()
 
     import rlgym_llm
+
     rows, t0 = [], time.perf_counter()
     for split in ("train", "val", "test"):
         env = rlgym_llm.make("rlgym/SWE-v0", tier=args.tier, backend=args.backend, split=split, dense_signals=False)

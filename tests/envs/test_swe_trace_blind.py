@@ -154,7 +154,16 @@ def test_the_blind_guess_benchmark_runs_with_live_controls(tmp_path):
 
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "guess"
-    cmd = [sys.executable, str(root / "benchmarks/swe_blind_guess.py"), "--tier", "toy", "--limit", "1", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(root / "benchmarks/swe_blind_guess.py"),
+        "--tier",
+        "toy",
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+    ]
     subprocess.run(cmd, check=True, cwd=root, timeout=300)
     rows = json.loads(out.with_suffix(".json").read_text())["rows"]
     assert len(rows) == 3
