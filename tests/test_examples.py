@@ -14,6 +14,7 @@ EXPECTED = {
         "example/Sum-v0: 5 checks passed",
         "outcome: {'reward': 1.0, 'components': {'correct': 1.0}}",
     ),
+    "trl_grpo.py": ('{"clip_ratio', "trl_grpo: 2 steps, 8 rollouts on toy/Counter-v0"),
 }
 
 
@@ -23,10 +24,13 @@ def test_there_are_examples():
 
 # Examples that load a real 135M-parameter model: the slow tier, with room for the one-time GGUF conversion.
 HEAVY = {"smollm2_train.py"}
+# Examples that train (a few seconds to a minute): the slow tier.
+SLOW = {"trl_grpo.py"}
 
 
 def _param(path):
     marks = [pytest.mark.slow, pytest.mark.timeout(1200)] if path.name in HEAVY else []
+    marks += [pytest.mark.slow] if path.name in SLOW else []
     return pytest.param(path, id=path.name, marks=marks)
 
 

@@ -103,6 +103,11 @@ COMMANDS: dict[str, Command] = {
     "check-env": ("check that an env keeps the rlgym-llm contract", _add_check_env, _run_check_env),
     "train": ("train a policy with RL (Hydra overrides: credit=gated env=math ...)", _add_train, _run_train),
     "sft": ("supervised warm-up on oracle trajectories (Hydra overrides)", _add_train, _run_sft),
+    "serve": (
+        "serve a registered env as an OpenEnv environment (`rlgym serve ENV_ID`, docs/interop.md)",
+        lambda p: importlib.import_module("rlgym_llm.cli.serve").add_arguments(p),
+        lambda a: importlib.import_module("rlgym_llm.cli.serve").run(a),
+    ),
     "sandbox": (
         "run a command in a sandbox backend (`rlgym sandbox exec -- CMD`)",
         lambda p: importlib.import_module("rlgym_llm.cli.sandbox").add_arguments(p),

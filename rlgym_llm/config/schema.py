@@ -66,6 +66,8 @@ class EnvConfig:
         fields: the data set's column for each field the env reads, e.g. `{question: problem}`;
             passed as the env's `fields`.
         dataset_kwarg: the constructor keyword that takes `dataset`; null for envs without data sets.
+        url: an env on an OpenEnv server (`env=remote env.url=ws://HOST:PORT`, docs/interop.md): passed
+            as the env's `url`.
     """
 
     id: str | None = "rlgym/Math-v0"
@@ -80,6 +82,7 @@ class EnvConfig:
     dataset: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     dataset_kwarg: str | None = None
+    url: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_turns is not None:
@@ -102,6 +105,8 @@ class EnvConfig:
             kwargs[self.dataset_kwarg] = self.dataset
         if self.fields:
             kwargs["fields"] = dict(self.fields)
+        if self.url:
+            kwargs["url"] = self.url
         return kwargs
 
 
@@ -311,6 +316,8 @@ def env_rules(env: EnvConfig, sandbox: SandboxConfig | None = None) -> list[str]
             return [f"`env.module={env.module}` cannot be imported: {e}"]
     if env.id is None:
         return []  # reported by EnvConfig's own check
+    if env.id == "rlgym/Remote-v0" and not (env.url or env.kwargs.get("url")):
+        return ["`env=remote` needs its server: set env.url=ws://HOST:PORT (`rlgym serve ENV_ID` prints it)"]
     if env.entry_point and registry.needs_registration(env.id, env.entry_point):
         target: Any = env.entry_point
     else:

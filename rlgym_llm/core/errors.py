@@ -55,6 +55,10 @@ EXTRA_OF: dict[str, str] = {
     "bm25s": "search",
     "PIL": "gui",
     "gguf": "smollm2",
+    "openenv": "serve",
+    "fastapi": "serve",
+    "uvicorn": "serve",
+    "websockets": "serve",
 }
 """The extra of pyproject.toml that installs each optional top-level module."""
 

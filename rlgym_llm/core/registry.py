@@ -67,6 +67,8 @@ def load_plugins(force: bool = False) -> None:
     _plugins_loaded = True
     if "toy/Counter-v0" not in gymnasium.registry:  # the library's own toy env: the demo's, and `env=counter`'s
         register("toy/Counter-v0", "rlgym_llm.testing.toy:CounterEnv", max_turns=4)
+    if "rlgym/Remote-v0" not in gymnasium.registry:  # an env on an OpenEnv server (`rlgym serve`, docs/interop.md)
+        register("rlgym/Remote-v0", "rlgym_llm.serve.remote:RemoteEnv")
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             hook = ep.load()

@@ -431,5 +431,8 @@ def task_key(trajectory: Trajectory) -> str:
 
 
 def _outcome_of(env: Any) -> dict[str, Any]:
-    outcome = getattr(getattr(env, "unwrapped", env), "outcome", None)
-    return outcome() if callable(outcome) and isinstance(getattr(env, "unwrapped", env), Env) else {"reward": 0.0}
+    unwrapped = getattr(env, "unwrapped", env)
+    outcome = getattr(unwrapped, "outcome", None)
+    # an `Env`, or an env that says its `outcome` is one (`rlgym/Remote-v0`: the served env's)
+    ours = isinstance(unwrapped, Env) or getattr(unwrapped, "provides_outcome", False) is True
+    return outcome() if callable(outcome) and ours else {"reward": 0.0}

@@ -69,6 +69,10 @@ def test_every_group_option_composes_and_validates(group, option, monkeypatch):
         with pytest.raises(ConfigError, match="cannot be trained"):
             load_config("train", overrides)
         return
+    if option == "remote":  # an env on a server: it needs the server's address
+        with pytest.raises(ConfigError, match=r"env\.url=ws://HOST:PORT"):
+            load_config("train", overrides)
+        overrides += ["env.url=ws://127.0.0.1:8000", "sft.enabled=false"]
     if option == "custom":  # an empty env section: it needs your env
         with pytest.raises(ConfigError, match="name your env"):
             load_config("train", overrides)

@@ -17,7 +17,8 @@ import rlgym_llm
 from rlgym_llm import AssistantTurn, Tool, ToolCall, ToolError, parse_call
 from rlgym_llm.testing.toy import GuessNumberEnv
 
-ENV_IDS = sorted(rlgym_llm.list_envs())
+# rlgym/Remote-v0 has no tools of its own: they are the served env's (tests/serve checks it against one).
+ENV_IDS = sorted(set(rlgym_llm.list_envs()) - {"rlgym/Remote-v0"})
 NUMBERS_AS_TEXT = {("rlgym/Math-v0", "calculator"), ("rlgym/Math-v0", "submit_answer")}
 """Fields that declare (with a `BeforeValidator`) that a JSON number is taken as its text: `{"answer": 12}`."""
 
