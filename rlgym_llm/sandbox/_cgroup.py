@@ -172,11 +172,12 @@ class BoxCgroup:
     def remove(self) -> None:
         """Removes the cgroup dirs (they must be empty of processes: the box's worker has exited)."""
         for path in self.dirs:
-            with contextlib.suppress(FileNotFoundError):
-                try:
-                    os.rmdir(path)
-                except OSError as exc:  # still busy: logged, and `remove_stale` retries at the next start
-                    logger.warning("could not remove the sandbox cgroup %s: %r", path, exc)
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:  # already gone (a host that reaps empty cgroups): nothing to do
+                pass
+            except OSError as exc:  # still busy: logged, and `remove_stale` retries at the next start
+                logger.warning("could not remove the sandbox cgroup %s: %r", path, exc)
 
     def describe(self) -> dict:
         """What `LocalSandbox.isolation["cgroup"]` reports."""

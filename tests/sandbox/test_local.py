@@ -226,6 +226,18 @@ def test_cgroups_are_removed_with_the_box():
     assert not any(os.path.exists(d) for d in asyncio.run(main()))
 
 
+def test_removing_a_cgroup_that_is_already_gone_is_silent(tmp_path, caplog):
+    from rlgym_llm.sandbox._cgroup import BoxCgroup
+
+    busy = tmp_path / "busy"
+    (busy / "child").mkdir(parents=True)  # a directory rmdir refuses: the control, which is logged
+    box = BoxCgroup(1, [str(tmp_path / "gone"), str(busy)], [], pids_limited=False)
+    with caplog.at_level("WARNING", logger="rlgym_llm.sandbox._cgroup"):
+        box.remove()
+    assert [r.getMessage() for r in caplog.records if "gone" in r.getMessage()] == []
+    assert any("busy" in r.getMessage() for r in caplog.records)
+
+
 # --- in-process runs are forks of the worker: its heap must hold nothing of an earlier episode ---
 
 HEAP_SCAN = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -72,15 +73,27 @@ ACTIONS = {  # a bad call, a plain text turn, a malformed action, then real call
     "rlgym/GUI-v0": [_call("click", element="nothing"), "look", _call("back")],
     "toy/Counter-v0": [_call("add", amount=2), _call("add", amount="x"), _call("submit")],
     "rlgym/Code-v0": [_call("run_examples", code="def f(:"), "no", _call("submit", code="print(1)")],
+    "rlgym/BugFix-v0": [_call("run_tests"), _call("fix", line=1, value="x = 1"), "hm", _call("submit")],
+    "rlgym/Ladder-v0": [_call("add", amount=2), _call("add", amount=True), _call("submit")],
+    "rlgym/TwentyQ-v0": [_call("ask", lo=1, hi=50), _call("ask", lo="a", hi=3), _call("answer", n=7)],
+    "rlgym/SWE-v0": [
+        _call("list_files", path="."),
+        _call("read_file", path="nope.py"),
+        _call("run_tests", selector=""),
+        "text",
+        _call("submit"),
+    ],
 }
 
 
 def _untimed(value):
-    """Without wall-clock fields (a test's `duration_s`), which differ between any two runs."""
+    """Without wall-clock fields (a test's `duration_s`, pytest's "in 0.42s"), which differ between any two runs."""
     if isinstance(value, dict):
         return {k: _untimed(v) for k, v in value.items() if k != "duration_s"}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"\bin \d+(\.\d+)?s\b", "in <t>s", value)
     return value
 
 
@@ -101,6 +114,7 @@ def _local_episode(env_id: str, seed: int, actions: list) -> list:
 
 @pytest.mark.parametrize("env_id", sorted(ACTIONS))
 def test_openenv_client_episodes_match_the_env_in_process(serve, env_id):
+    """Every shipped env (rlgym/Remote-v0 aside: it is the client side) through openenv-core's client."""
     from openenv.core import GenericEnvClient
 
     from rlgym_llm.core.types import AssistantTurn
@@ -264,5 +278,19 @@ def test_a_remote_env_passes_the_env_checker(serve, env_id):
     env = rlgym_llm.make("rlgym/Remote-v0", url=server.url)
     try:
         assert rlgym_llm.check_env(env, n_fuzz=60).ok
+    finally:
+        env.close()
+
+
+def test_every_shipped_env_is_in_the_parity_test():
+    assert set(ACTIONS) == set(rlgym_llm.list_envs()) - {"rlgym/Remote-v0"}
+
+
+def test_a_module_class_env_is_served_too(serve):
+    server = serve("rlgym_llm.testing.toy:CounterEnv")  # `rlgym serve module:Class`, registered on the fly
+    env = rlgym_llm.make("rlgym/Remote-v0", url=server.url)
+    try:
+        messages, info = env.reset(seed=0)
+        assert "Bring it to exactly" in messages[-1]["content"] and [t["function"]["name"] for t in info["tools"]]
     finally:
         env.close()
