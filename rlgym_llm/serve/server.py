@@ -78,6 +78,14 @@ class RlgymState(State):
     max_request_bytes: int | None = None
 
 
+class BadRequestError(RlgymError, ValueError):
+    """A request the session cannot take (an error message over the WebSocket, a 4xx over HTTP)."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
 class SessionClosedError(RlgymError, RuntimeError):
     """The session's env was closed (idle timeout, or the server shutting down)."""
 
@@ -125,9 +133,11 @@ class ServedEnv(Environment):
         **unknown: Any,
     ) -> RlgymObservation:
         if unknown:
-            raise ValueError(f"unknown reset fields {sorted(unknown)}; a reset takes seed, options, split, episode_id")
+            raise BadRequestError(
+                f"unknown reset fields {sorted(unknown)}; a reset takes seed, options, split, episode_id"
+            )
         if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options must be an object, got {type(options).__name__}")
+            raise BadRequestError(f"options must be an object, got {type(options).__name__}")
         with self._lock:
             self._check_open()
             if self._env is None or (split is not None and split != self._split):
@@ -146,7 +156,11 @@ class ServedEnv(Environment):
         with self._lock:
             self._check_open()
             if self._env is None:
-                raise RuntimeError("this session has no episode yet: send a reset first")
+                raise BadRequestError(
+                    "this session has no episode yet: send a reset first (OpenEnv's HTTP /step gets a fresh env "
+                    "per request, so it cannot follow a /reset: play episodes over the WebSocket /ws)",
+                    status=409,
+                )
             turn = action_from_payload(action.content, action.tool_calls, action.parse_errors, action.raw)
             messages, reward, terminated, truncated, info = self._env.step(turn)
             self._steps += 1
@@ -311,6 +325,14 @@ def build_app(
         RlgymObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s),
     )
+    from fastapi.responses import JSONResponse
+
+    async def bad_request(request: Any, exc: Exception) -> Any:
+        status = exc.status if isinstance(exc, BadRequestError) else 410
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    app.add_exception_handler(BadRequestError, bad_request)
+    app.add_exception_handler(SessionClosedError, bad_request)
     return _Guard(app, token, max_request_bytes)
 
 

@@ -294,3 +294,27 @@ def test_a_module_class_env_is_served_too(serve):
         assert "Bring it to exactly" in messages[-1]["content"] and [t["function"]["name"] for t in info["tools"]]
     finally:
         env.close()
+
+
+def test_http_requests_get_clear_errors(serve):
+    import urllib.error
+    import urllib.request
+
+    server = serve("toy/Counter-v0")
+
+    def post(path: str, body: dict) -> tuple[int, dict]:
+        req = urllib.request.Request(
+            server.url + path, json.dumps(body).encode(), {"content-type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    status, body = post("/reset", {"seed": 0})  # control: a stateless reset answers the opening
+    assert status == 200 and "Bring it to exactly" in body["observation"]["messages"][0]["content"]
+    status, body = post("/step", {"action": {"content": "x"}})
+    assert status == 409 and "WebSocket /ws" in body["detail"]
+    status, body = post("/step", {"action": {"content": 5}})
+    assert status == 422
