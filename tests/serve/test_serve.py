@@ -318,3 +318,29 @@ def test_http_requests_get_clear_errors(serve):
     assert status == 409 and "WebSocket /ws" in body["detail"]
     status, body = post("/step", {"action": {"content": 5}})
     assert status == 422
+
+
+@pytest.mark.docker
+def test_a_client_that_vanishes_leaves_no_container_behind(serve):
+    docker = pytest.importorskip("docker")
+    from rlgym_llm.sandbox.docker import LABEL
+
+    server = serve("rlgym/Code-v0", "sandbox_backend=docker")
+    api = docker.APIClient(version="auto")
+
+    def containers() -> list:
+        mine = {"label": [f"{LABEL}=1", f"{LABEL}.pid={server.proc.pid}"]}
+        return api.containers(all=True, filters=mine)
+
+    try:
+        env = rlgym_llm.make("rlgym/Remote-v0", url=server.url)
+        env.reset(seed=0)
+        env.step(_run_examples("print(1)"))
+        assert len(containers()) == 1, "control: a live session holds its container"
+        env.unwrapped._ws.socket.close()  # no close message
+        deadline = time.time() + 30
+        while containers():
+            assert time.time() < deadline, f"containers left: {[c['Id'][:12] for c in containers()]}"
+            time.sleep(0.5)
+    finally:
+        api.close()
