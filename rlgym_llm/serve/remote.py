@@ -40,6 +40,10 @@ the session after an idle spell)."""
 class RemoteEnvError(RlgymError, ConnectionError):
     """The remote env could not answer: unreachable, timed out, connection lost, or a server error."""
 
+    # The rollout manager records it as an env failure (a ConnectionError would otherwise read as the
+    # inference engine's).
+    failure_kind = "env"
+
     def __init__(self, message: str, code: str | None = None):
         super().__init__(message)
         self.code = code

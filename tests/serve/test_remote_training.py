@@ -132,3 +132,36 @@ def test_rlgym_train_env_remote_runs_against_a_server(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_server_that_dies_mid_rollout_is_recorded_as_env_failures(server, tiny_tokenizer):
+    """The server goes away while episodes are in flight: each episode ends with an env failure on its
+    trajectory (connection lost, or unreachable on the retry), and the rollout returns all of them."""
+    import os
+    import signal
+
+    import psutil
+
+    from rlgym_agents.tool_calling import ToolCallingAgent
+    from rlgym_llm.core.types import FailureKind
+
+    server_pid = next(p.pid for p in psutil.Process().children() if "serve" in " ".join(p.cmdline()))
+
+    def respond(prompt: str) -> str:
+        if "counter = " in prompt and psutil.pid_exists(server_pid):
+            os.kill(server_pid, signal.SIGKILL)  # at the first second turn: episodes are mid-way
+        return '<tool_call>{"name": "add", "arguments": {"amount": 1}}</tool_call>'
+
+    policy = ScriptedPolicy(tiny_tokenizer, respond, delay_s=0.3)
+    config = RolloutConfig(group_size=2, max_turns=MAX_TURNS, max_context=512, token_check="off")
+    env_kwargs = {"url": server, "retries": 1, "retry_backoff_s": 0.05, "connect_timeout_s": 2}
+    with RolloutManager(
+        "rlgym/Remote-v0", ToolCallingAgent(tiny_tokenizer), policy, config, env_kwargs=env_kwargs
+    ) as m:
+        trajectories = m.run_sync([0, 1, 2, 3, 4, 5, 6, 7])
+    assert len(trajectories) == 16
+    failed = [t for t in trajectories if t.failures]
+    assert failed, "control: the kill happened while episodes were running"
+    assert all(t.failures[0].kind is FailureKind.ENV for t in failed)
+    assert all(t.failures[0].error_type == "RemoteEnvError" for t in failed)
+    assert any("lost" in t.failures[0].message or "cannot reach" in t.failures[0].message for t in failed)
