@@ -344,3 +344,35 @@ def test_a_client_that_vanishes_leaves_no_container_behind(serve):
             time.sleep(0.5)
     finally:
         api.close()
+
+
+def test_a_step_later_than_its_timeout_fails_and_the_next_episode_runs(serve):
+    from rlgym_llm.serve.remote import RemoteEnvError
+
+    server = serve("tests.serve.slow_env:SlowCounterEnv")
+    env = rlgym_llm.make("rlgym/Remote-v0", url=server.url, step_timeout_s=1)
+    try:
+        env.reset(seed=0)
+        start = time.monotonic()
+        with pytest.raises(RemoteEnvError, match=r"did not answer a step within step_timeout_s=1s"):
+            env.step(_call("add", amount=1))
+        assert time.monotonic() - start < 2.5
+        messages, _ = env.reset(seed=1)  # a new connection, a new session
+        assert "Bring it to exactly" in messages[-1]["content"]
+    finally:
+        env.close()
+
+
+def test_a_reset_waits_for_a_free_session_with_its_retries(serve):
+    import threading
+
+    server = serve("toy/Counter-v0", "--max-sessions", "1")
+    holder = rlgym_llm.make("rlgym/Remote-v0", url=server.url)
+    holder.reset(seed=0)
+    threading.Timer(0.6, holder.close).start()  # the only session comes free in 0.6 s
+    waiting = rlgym_llm.make("rlgym/Remote-v0", url=server.url, retries=6, retry_backoff_s=0.1)
+    try:
+        messages, _ = waiting.reset(seed=0)  # refused (CAPACITY_REACHED), retried, then served
+        assert "Bring it to exactly" in messages[-1]["content"]
+    finally:
+        waiting.close()
