@@ -349,7 +349,7 @@ def test_a_client_that_vanishes_leaves_no_container_behind(serve):
 def test_a_step_later_than_its_timeout_fails_and_the_next_episode_runs(serve):
     from rlgym_llm.serve.remote import RemoteEnvError
 
-    server = serve("tests.serve.slow_env:SlowCounterEnv")
+    server = serve("slowtest/SlowCounter-v0", "--module", "tests.serve.slow_env")  # an id a module registers
     env = rlgym_llm.make("rlgym/Remote-v0", url=server.url, step_timeout_s=1)
     try:
         env.reset(seed=0)
