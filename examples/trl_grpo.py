@@ -8,8 +8,8 @@
 TRL drives the episode (`GRPOTrainer(environment_factory=...)`): each tool call the model writes is one
 env step through `rlgym_llm.serve.trl.trl_environment`, and the env's outcome is the rollout's reward.
 How this differs from `rlgym train` (groups, turn-level credit, token ids) is in docs/interop.md.
-Prints one JSON line per logged step and, at the end, `trl_grpo: N steps, M rollouts` (non-zero exit
-on failure).
+Prints one JSON line per logged step and, at the end, `trl_grpo: N steps, M rollouts of K tasks`; exits
+non-zero unless every step ran and each group of `--group-size` rollouts played one task.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="output folder (default: a temporary one)")
     args = parser.parse_args(argv)
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen3_template
 
     import rlgym_llm  # noqa: F401  (registers the shipped envs and the toy ones)
     from rlgym_llm.rollout.tiny_model import build_tiny_model
-    from rlgym_llm.serve.trl import trl_environment
+    from rlgym_llm.serve.trl import seed_dataset, trl_environment
 
     model_dir = args.model or str(build_tiny_model())
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
@@ -50,7 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer.response_template = qwen3_template
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     env_kwargs = {"url": args.url} if args.url else {}
-    environment = trl_environment(args.env, max_turns=args.max_turns, **env_kwargs)
+    played: list[int] = []  # the task seed of every rollout, to check that a group shares its task
+
+    class Environment(trl_environment(args.env, max_turns=args.max_turns, **env_kwargs)):  # type: ignore[misc]
+        def reset(self, **example):
+            opening = super().reset(**example)
+            played.append(self.seed)
+            return opening
 
     out = args.out or tempfile.mkdtemp(prefix="trl_grpo-")
     config = GRPOConfig(
@@ -67,15 +73,22 @@ def main(argv: list[str] | None = None) -> int:
         use_cpu=True,
         bf16=False,
         seed=0,
+        disable_tqdm=not sys.stdout.isatty(),  # a bar on a terminal; in a log, only the JSON lines below
     )
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, environment_factory=environment)
+    # One task seed per dataset row: TRL repeats each row `num_generations` times, so a group plays one task.
+    tasks = seed_dataset(args.steps)
+    trainer = GRPOTrainer(
+        model=model, processing_class=tokenizer, args=config, environment_factory=Environment, train_dataset=tasks
+    )
+    trainer.remove_callback(PrinterCallback)  # it prints each log as a Python dict; the JSON lines below say it
     trainer.train()
     logged = [row for row in trainer.state.log_history if "loss" in row]
     for row in logged:
         print(json.dumps({k: v for k, v in row.items() if isinstance(v, (int, float))}, sort_keys=True))
-    rollouts = args.steps * args.group_size
-    print(f"trl_grpo: {trainer.state.global_step} steps, {rollouts} rollouts on {args.env}", flush=True)
-    return 0 if trainer.state.global_step == args.steps else 1
+    steps, tasks_played = trainer.state.global_step, len(set(played))
+    print(f"trl_grpo: {steps} steps, {len(played)} rollouts of {tasks_played} tasks on {args.env}", flush=True)
+    ok = steps == args.steps and len(played) == args.steps * args.group_size and tasks_played == args.steps
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ EXPECTED = {
         "example/Sum-v0: 5 checks passed",
         "outcome: {'reward': 1.0, 'components': {'correct': 1.0}}",
     ),
-    "trl_grpo.py": ('{"clip_ratio', "trl_grpo: 2 steps, 8 rollouts on toy/Counter-v0"),
+    "trl_grpo.py": ('{"clip_ratio', "trl_grpo: 2 steps, 8 rollouts of 2 tasks on toy/Counter-v0"),
 }
 
 

@@ -1,10 +1,10 @@
 """Any rlgym env (in process, or served: rlgym/Remote-v0) as an `environment_factory` of TRL's GRPOTrainer.
 
     from trl import GRPOTrainer
-    from rlgym_llm.serve.trl import trl_environment
+    from rlgym_llm.serve.trl import seed_dataset, trl_environment
 
     Env = trl_environment("rlgym/Search-v0")                       # or ("rlgym/Remote-v0", url=...)
-    trainer = GRPOTrainer(model=..., environment_factory=Env, args=GRPOConfig(max_steps=...), ...)
+    trainer = GRPOTrainer(model=..., environment_factory=Env, train_dataset=seed_dataset(64), ...)
 
 TRL's contract (trl 1.16, `GRPOTrainer(environment_factory=...)`): an instance per rollout, its public
 methods are the tools (schemas from their signatures and docstrings), `reset(**example)` returns text
@@ -89,6 +89,19 @@ def trl_environment(env_id: str, *, first_seed: int = 0, **env_kwargs: Any) -> t
         namespace[spec["name"]] = _tool_method(spec)
     name = "".join(ch for ch in env_id.split("/")[-1].split("-")[0] if ch.isalnum()) + "Env"
     return type(name, (), namespace)
+
+
+def seed_dataset(n_tasks: int, first_seed: int = 0) -> Any:
+    """A `datasets.Dataset` of `n_tasks` rows, each an empty prompt and a task `seed`, for
+    `GRPOTrainer(train_dataset=...)`: TRL repeats a row `num_generations` times and hands it to
+    `reset`, so a group's rollouts play one task (without a dataset each rollout plays its own, and
+    GRPO would compare samples of different tasks)."""
+    from datasets import Dataset
+
+    if n_tasks < 1:
+        raise ValueError(f"n_tasks must be >= 1, got {n_tasks}")
+    seeds = list(range(first_seed, first_seed + n_tasks))
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * n_tasks, "seed": seeds})
 
 
 def _tool_method(spec: dict[str, Any]) -> Any:

@@ -94,3 +94,16 @@ def test_trl_parses_the_tiny_models_tool_calls(tiny_tokenizer):
         assert parsed["tool_calls"][0]["function"] == {"name": "add", "arguments": {"amount": 2}}
     finally:
         del tok.response_template
+
+
+def test_the_seed_dataset_gives_each_group_one_task():
+    pytest.importorskip("datasets", reason="needs the trl extra")
+    from rlgym_llm.serve.trl import seed_dataset
+
+    rows = seed_dataset(3, first_seed=10)
+    assert rows["seed"] == [10, 11, 12] and rows["prompt"][0] == [{"role": "user", "content": ""}]
+    env_cls = trl_environment("toy/Counter-v0")
+    a, b = env_cls(), env_cls()  # two rollouts of one group get the same row
+    assert a.reset(**rows[1]) == b.reset(**rows[1]) and a.seed == b.seed == 11
+    with pytest.raises(ValueError, match="n_tasks"):
+        seed_dataset(0)
