@@ -8,13 +8,19 @@ import pytest
 
 from rlgym_llm.cli.main import main
 from rlgym_llm.config import EvalConfig, default_config_dir, eval_rules, load_config
+from rlgym_llm.core.errors import ConfigError
 
 ENVS = sorted(p.stem for p in (default_config_dir() / "env").glob("*.yaml") if p.stem != "custom")
 
 
 @pytest.mark.parametrize("env", ENVS)
 def test_eval_config_composes_for_every_env(env):
-    cfg = load_config("eval", [f"env={env}", "samples=4"])
+    # An env on a server needs the server's address (and says so without it).
+    server = ["env.url=ws://127.0.0.1:8000"] if env == "remote" else []
+    if server:
+        with pytest.raises(ConfigError, match=r"env\.url=ws://HOST:PORT"):
+            load_config("eval", [f"env={env}", "samples=4"])
+    cfg = load_config("eval", [f"env={env}", "samples=4", *server])
     assert isinstance(cfg, EvalConfig)
     assert cfg.samples == 4 and cfg.env.test_seed_start > cfg.env.train_seed_start
     assert cfg.policy.sampling.temperature > 0  # pass@k needs sampled, not greedy, episodes
