@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,15 +34,21 @@ CLOSE = ("loss", "kl", "entropy", "clip_frac", "grad_norm")
 
 
 @pytest.fixture
-def server():
+def served():
+    """A `rlgym serve` process for ENV: its url and its Popen (tests that kill it use this one's pid only)."""
     cmd = [sys.executable, "-m", "rlgym_llm.cli.main", "serve", ENV, "max_target=2", "--max-turns", str(MAX_TURNS)]
     cmd += ["--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     assert line.startswith("rlgym serve: "), f"the server did not start: {line!r}"
-    yield line.split(" at ")[1].split()[0]
+    yield SimpleNamespace(url=line.split(" at ")[1].split()[0], proc=proc)
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server(served):
+    return served.url
 
 
 def _counter_move(prompt: str) -> str:
@@ -134,27 +141,25 @@ def test_rlgym_train_env_remote_runs_against_a_server(tmp_path):
         proc.wait(timeout=30)
 
 
-def test_a_server_that_dies_mid_rollout_is_recorded_as_env_failures(server, tiny_tokenizer):
+def test_a_server_that_dies_mid_rollout_is_recorded_as_env_failures(served, tiny_tokenizer):
     """The server goes away while episodes are in flight: each episode ends with an env failure on its
     trajectory (connection lost, or unreachable on the retry), and the rollout returns all of them."""
     import os
     import signal
 
-    import psutil
-
     from rlgym_agents.tool_calling import ToolCallingAgent
     from rlgym_llm.core.types import FailureKind
 
-    server_pid = next(p.pid for p in psutil.Process().children() if "serve" in " ".join(p.cmdline()))
+    server_pid = served.proc.pid  # this test's server only (a worker may hold other servers: Ray's, vLLM's)
 
     def respond(prompt: str) -> str:
-        if "counter = " in prompt and psutil.pid_exists(server_pid):
+        if "counter = " in prompt and served.proc.poll() is None:
             os.kill(server_pid, signal.SIGKILL)  # at the first second turn: episodes are mid-way
         return '<tool_call>{"name": "add", "arguments": {"amount": 1}}</tool_call>'
 
     policy = ScriptedPolicy(tiny_tokenizer, respond, delay_s=0.3)
     config = RolloutConfig(group_size=2, max_turns=MAX_TURNS, max_context=512, token_check="off")
-    env_kwargs = {"url": server, "retries": 1, "retry_backoff_s": 0.05, "connect_timeout_s": 2}
+    env_kwargs = {"url": served.url, "retries": 1, "retry_backoff_s": 0.05, "connect_timeout_s": 2}
     with RolloutManager(
         "rlgym/Remote-v0", ToolCallingAgent(tiny_tokenizer), policy, config, env_kwargs=env_kwargs
     ) as m:
