@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import sympy
 
+from rlgym_envs import safe_ast
 from rlgym_llm.core.errors import RlgymError
 
 MAX_CHARS = 200  # longest expression accepted
@@ -176,7 +177,7 @@ def evaluate(expression: str) -> sympy.Expr:
     try:
         with warnings.catch_warnings():  # "1abc" parses with a SyntaxWarning before it fails
             warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(text, mode="eval")
+            tree = safe_ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise CalculatorError("the expression is not valid arithmetic, e.g. (3 + 4) * 2 / 7") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rlgym_envs import safe_ast
+
 # Statuses of pytest's short summary (`-rA` style lines "PASSED id", "FAILED id - msg"), as swebench's TestStatus.
 STATUSES = ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL")
 PASSING = frozenset({"PASSED", "XFAIL"})  # what swebench's grader counts as a pass
@@ -238,7 +240,7 @@ def canary_test_files(test_files: Mapping[str, str], fail_to_pass: Sequence[str]
     mutated: list[str] = []
     for path, targets in sorted(by_file.items()):
         try:
-            tree = ast.parse(test_files.get(path, ""))
+            tree = safe_ast.parse(test_files.get(path, ""))
         except SyntaxError:
             continue
         edits, done = [], set()

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from rlgym_envs import safe_ast
 from rlgym_envs.swe.catalog import BUGS, Bug
 from rlgym_envs.swe.patches import make_patch
 from rlgym_llm.core.errors import ConfigError
@@ -121,7 +122,7 @@ def discover_test_ids(files: Mapping[str, str]) -> list[str]:
         if not (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
             continue
         try:
-            tree = ast.parse(files[path])
+            tree = safe_ast.parse(files[path])
         except SyntaxError:
             continue
         for node in tree.body:
@@ -187,7 +188,7 @@ def hide_fail_to_pass(inst: Instance) -> Instance:
             continue
         lines = files[path].splitlines(keepends=True)
         cut: list[tuple[int, int]] = []  # line spans of the tests to remove
-        tree = ast.parse(files[path])
+        tree = safe_ast.parse(files[path])
         for names in targets:
             scope: list[ast.stmt] = tree.body
             node: ast.stmt | None = None
@@ -208,7 +209,7 @@ def hide_fail_to_pass(inst: Instance) -> Instance:
                 del lines[first - 1]  # no double blank line where the test was
         text = "".join(lines)
         try:
-            ast.parse(text)
+            safe_ast.parse(text)
         except SyntaxError:  # a class lost its only test: give it a body
             text = _fill_empty_classes(text)
         files[path] = text

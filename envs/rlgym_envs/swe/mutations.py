@@ -15,6 +15,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rlgym_envs import safe_ast
+
 _BINOPS: dict[type, type] = {
     ast.Add: ast.Sub,
     ast.Sub: ast.Add,
@@ -112,7 +114,7 @@ def _sites(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[str, 
 
 def mutations(source: str) -> list[Mutation]:
     """Every single-site mutation of every function (methods and nested functions included) of a module."""
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     starts = _offsets(source)
     found: list[Mutation] = []
 

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rlgym_envs import safe_ast
 from rlgym_envs.swe.grading import _base_names, _find_test, find_node
 
 RECORDER_MODULE = "_rlgym_trace"
@@ -286,7 +287,7 @@ def rewrite_test_source(source: str, prefix: str = "") -> str:
     Raises:
         SyntaxError: the file is not valid Python (the caller ships it unchanged: pytest reports it).
     """
-    tree = _Rewrite(prefix).visit(ast.parse(source))
+    tree = _Rewrite(prefix).visit(safe_ast.parse(source))
     body = tree.body
     at = 0
     while at < len(body) and isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__":
@@ -367,7 +368,7 @@ def boxed_tests(
             renamed.setdefault((test_id.split("::")[0], _base_names(test_id)), [])
     for path, names in sorted({(p, n) for p, n in renamed}):
         try:
-            tree = ast.parse(files.get(path, ""))
+            tree = safe_ast.parse(files.get(path, ""))
         except SyntaxError:
             continue
         func = _find_test(tree, names)
@@ -377,7 +378,7 @@ def boxed_tests(
         new_names = [f"test_{rng.getrandbits(48):012x}" for _ in range(decoys + 1)]
         copies = []
         for i, name in enumerate(new_names):
-            copy = ast.parse(ast.unparse(func)).body[0]
+            copy = safe_ast.parse(ast.unparse(func)).body[0]
             assert isinstance(copy, (ast.FunctionDef, ast.AsyncFunctionDef))
             copy.name = name
             if i:
