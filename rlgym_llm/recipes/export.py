@@ -67,7 +67,15 @@ def load_weights(model: Any, path: Path, merge: bool = True) -> Any:
     step = _step(path)
     if step is None:
         raise ConfigError([f"`{path}` holds no model folder and no complete step_* checkpoint"])
-    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu")["model"]
+    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu").get("model")
+    if state is None:  # trainer.strategy=fsdp: the weights are sharded under dcp/, read whole here
+        from rlgym_llm.train.strategy import read_sharded_model
+
+        if any("lora_" in k for k in read_sharded_model(step, None)):
+            adapted = _with_lora(model, step)
+            adapted.load_state_dict(read_sharded_model(step, adapted.state_dict()))
+            return (adapted.merge_and_unload() if merge else adapted).eval()
+        state = read_sharded_model(step, model.state_dict())
     if any("lora_" in k for k in state):
         adapted = _with_lora(model, step)
         adapted.load_state_dict(state)

@@ -93,6 +93,7 @@ def _run(
     from rlgym_llm.train.credit_inputs import CreditAssigner
     from rlgym_llm.train.loop import RunParts, train
     from rlgym_llm.train.plots import learning_curve
+    from rlgym_llm.train.strategy import make_strategy
     from rlgym_llm.train.trainer import PolicyTrainer
 
     # the env's own turn limit unless the config sets one; config.yaml records the one used
@@ -137,14 +138,18 @@ def _run(
     start_from = warm_start(cfg, out, folder)  # the weights RL starts from, in a folder
     if t.lora.enabled:
         model = parts.add_lora(model, t.lora)
+    # how the update is spread over the ranks; generation and the credit models read `rollout_model`:
+    # the trained model itself, or (fsdp) a full copy that the trainer refreshes after every update
+    strategy = make_strategy(t.strategy_kind, dist, t.activation_checkpointing, on)
+    rollout_model = strategy.rollout_model(model)
 
     # 3. policy: the engine that samples, and takes the trainer's weights after every update; a
     # server starts on the warm-up's weights, not the base model's
     lora_rank = t.lora.r if t.lora.enabled else None
     if cfg.policy.backend == "vllm" and dist.enabled:
-        policy = node_server(cfg, dist, model, tokenizer, start_from, lora_rank, on)
+        policy = node_server(cfg, dist, rollout_model, tokenizer, start_from, lora_rank, on)
     else:
-        policy = parts.build_trainable_policy(cfg.policy, model, tokenizer, start_from, lora_rank, on=on)
+        policy = parts.build_trainable_policy(cfg.policy, rollout_model, tokenizer, start_from, lora_rank, on=on)
     # sampling ahead (off_policy_steps > 0), the training rollouts come from a copy of the weights
     # that takes a snapshot between updates; the held-out measure keeps the trainer's own weights
     # (in a child process with trainer.off_policy_threads > 0 on the CPU: see rollout/hf_process.py)
@@ -208,7 +213,7 @@ def _run(
             mini_batches=t.mini_batches,
             ref_model=ref_model,
             compute=on,
-            dist=dist,
+            strategy=strategy,
         )
         # RL's tasks follow the warm-up's demonstrations (seeds train_seed_start .. + sft.episodes - 1):
         # RL on the questions the warm-up saw answered would reward recalling them, not the skill
@@ -216,7 +221,7 @@ def _run(
         credit = CreditAssigner.build(
             cfg.credit.method,
             cfg.credit.params,
-            model=model,
+            model=rollout_model,
             tokenizer=tokenizer,
             make_env=make_env,
             seed=cfg.seed,

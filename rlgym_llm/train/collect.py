@@ -120,7 +120,7 @@ class Synchronous:
     def after_update(self, updated: bool) -> None:
         """The engine samples the next batch from the new weights."""
         if updated:
-            self.run.policy.sync_weights(self.run.trainer.model)
+            self.run.policy.sync_weights(self.run.trainer.weights())
 
     def settle(self) -> dict[int, Draw]:
         """No batch is ever sampled ahead."""
@@ -218,7 +218,7 @@ class Ahead:
     def _submit(self, seeds: Sequence[int], version: int, shown: str | None) -> Future[Draw]:
         snap = self._snapshot
         if snap is None or snap[0] != version:
-            state = self.run.trainer.model.state_dict()
+            state = self.run.trainer.full_state_dict()
             snap = self._snapshot = (version, {k: v.detach().clone() for k, v in state.items()})
         return self._pool.submit(self._job, list(seeds), snap, shown)
 

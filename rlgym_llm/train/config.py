@@ -9,6 +9,7 @@ class's `__post_init__`, every problem at once.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +25,8 @@ Device = Literal["auto", "cpu", "cuda"]
 """Where a local model computes (auto: cuda when torch sees a GPU, else cpu)."""
 Precision = Literal["auto", "float32", "bfloat16"]
 """Matrix-product precision (auto: bfloat16 on a GPU, float32 on CPU); weights stay float32."""
+StrategyKind = Literal["auto", "single", "ddp", "fsdp"]
+"""How the update is spread over the processes (see `TrainerConfig.strategy`)."""
 SamplingSeeds = Literal["auto", "calls", "episode"]
 """How the training rollouts' sampling seeds are drawn (see `TrainerConfig.sampling_seeds`)."""
 
@@ -203,6 +206,13 @@ class TrainerConfig:
             the update equals one process's on the same batch. `rlgym train trainer.nproc=N`
             starts N processes on this machine; across machines it is the total (torchrun's world
             size). Needs trainer.off_policy_steps=0 and tasks_per_step >= nproc.
+        strategy: how the update is spread over the processes (`rlgym_llm.train.strategy`):
+            `single` (one process), `ddp` (every rank holds the whole model; gradients averaged),
+            `fsdp` (FSDP2: parameters, gradients and Adam states sharded over the ranks, one
+            decoder layer gathered at a time; a full copy of the weights is kept for generation),
+            or `auto`: ddp when nproc > 1, else single (what nproc alone selected before).
+        activation_checkpointing: recompute each decoder layer's activations in the backward pass
+            instead of storing them (less activation memory for about one more forward pass).
         sampling_seeds: `calls`: the n-th generate call of the run gets seed base + n (the order
             the calls arrive in one process); `episode`: each call's seed is a hash of its task
             seed, sample index and turn, so a step samples the same tokens however its tasks are
@@ -235,6 +245,8 @@ class TrainerConfig:
     device: Device = "auto"
     dtype: Precision = "auto"
     nproc: int = 1
+    strategy: StrategyKind = "auto"
+    activation_checkpointing: bool = False
     sampling_seeds: SamplingSeeds = "auto"
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -271,6 +283,13 @@ class TrainerConfig:
             p.append(f"episode_timeout_s must be > 0 seconds, got {self.episode_timeout_s} (e.g. 600)")
         if not self.call_timeout_s > 0:
             p.append(f"call_timeout_s must be > 0 seconds, got {self.call_timeout_s} (e.g. 120)")
+        if self.strategy not in typing.get_args(StrategyKind):
+            p.append(f"strategy={self.strategy!r} must be one of {', '.join(typing.get_args(StrategyKind))}")
+        if self.strategy == "single" and self.nproc > 1:
+            p.append(
+                f"strategy=single with nproc={self.nproc}: single runs one process; "
+                "set trainer.strategy=ddp or fsdp (or auto), or trainer.nproc=1"
+            )
         if self.nproc > 1:
             p += self._distributed_problems()
         _raise(p)
@@ -294,6 +313,13 @@ class TrainerConfig:
                 "process; set trainer.sampling_seeds=episode (or auto)"
             )
         return p
+
+    @property
+    def strategy_kind(self) -> str:
+        """The strategy `strategy` names, `auto` resolved (ddp with several processes, else single)."""
+        if self.strategy != "auto":
+            return self.strategy
+        return "ddp" if self.nproc > 1 else "single"
 
     @property
     def episode_seeds(self) -> bool:

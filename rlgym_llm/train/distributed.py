@@ -1,5 +1,5 @@
-"""Data-parallel training over the processes torchrun starts: ranks, the collectives the loop needs,
-and the DDP-wrapped forward pass of the update.
+"""Data-parallel training over the processes torchrun starts: ranks and the collectives the loop
+needs (how the model is spread over them is `train.strategy`'s: single, DDP or FSDP).
 
     dist = Distributed.start(nproc=2, device_type="cpu")   # in each process torchrun started
     lo, hi = dist.shard(8)                                  # this rank's tasks: [lo, hi)
@@ -137,19 +137,6 @@ class Distributed:
         t = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64)
         dist.all_reduce(t, group=self.objects)
         return dict(zip(keys, t.tolist()))
-
-    def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
-        """`module` in DistributedDataParallel (its parameters and buffers are broadcast from rank 0
-        now, and its gradients averaged over the ranks in the backward pass); itself with one process."""
-        if not self.enabled:
-            return module
-        from torch.nn.parallel import DistributedDataParallel
-
-        device = next(module.parameters()).device
-        ids = [device.index if device.index is not None else self.local_rank] if device.type == "cuda" else None
-        # no buffer broadcast: it is a collective in every forward pass, and the ranks run different
-        # numbers of micro-batches (only the last backward synchronises)
-        return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
 
 
 class NodeServer:

@@ -18,8 +18,9 @@ as the uninterrupted run would.
 
 With several processes (`run.dist`, `trainer.nproc`) every rank runs this loop: it rolls out its
 share of the step's tasks (`collect.Sharded`), rank 0 assigns credit on the whole batch and sends
-it to the others, each rank trains on its own trajectories (the gradients averaged by DDP), and
-rank 0 alone evaluates, logs and checkpoints while the others wait at the next step's gather.
+it to the others, each rank trains on its own trajectories (the gradients averaged by the trainer's
+strategy: DDP or FSDP), and rank 0 alone evaluates and logs while the others wait at the next
+step's gather; every rank takes part in a checkpoint (FSDP writes each rank's shards).
 """
 
 from __future__ import annotations
@@ -378,7 +379,7 @@ def train(
     found = dist.broadcast(checkpoint.latest(ckpt_dir) if resume and main else None)
     resumed_from = None
     if found is not None:
-        state = checkpoint.load(found, model, trainer.optimizer, trainer.scheduler)
+        state = checkpoint.load(found, model, trainer.optimizer, trainer.scheduler, trainer.strategy)
         saved_seeding = state.get("sampling_seeds", "calls")
         if saved_seeding != seeding:
             raise ConfigError(
@@ -391,7 +392,7 @@ def train(
         if seeded is not None:
             seeded.calls = state["sampling_calls"]
         run.credit.load_state_dict(state.get("torch_extra", {}).get("credit", {}))
-        run.policy.sync_weights(model)
+        run.policy.sync_weights(trainer.weights())
         if logged is not None:
             logged.truncate(state["step"])
         logger.info("resumed from %s (step %d)", found, state["step"])
@@ -418,6 +419,7 @@ def train(
             },
             keep=cfg.keep_checkpoints,
             torch_extra={"credit": run.credit.state_dict(), **({"ahead": ahead} if ahead else {})},
+            strategy=trainer.strategy,
         )
 
     # Ctrl-C: the state to checkpoint (`mark`), and a finished step's record not yet written
@@ -453,7 +455,7 @@ def train(
                         if on_step is not None:
                             on_step(record)
                     unsaved = None
-                    if main and ((cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps):
+                    if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps:
                         # the batches sampled ahead are saved with it (their sampling seeds are spent): a
                         # resumed run trains on them as the uninterrupted run does
                         save(done, source.settle())

@@ -4,13 +4,12 @@ The batch is split into micro-batches whose gradients accumulate; each micro-bat
 share of the full-batch loss (see `losses.BatchTotals`), so 1 micro-batch of 8 and 8 of 1 give the
 same update. With several processes (`train.distributed`) each rank passes its own part of the
 batch: the token and sequence counts are summed over the ranks first, so every share is a share of
-the global loss, and DDP sums the ranks' gradients in the last micro-batch's backward pass; 2 ranks
-with half a batch each give the update of 1 process with all of it.
+the global loss, and the strategy (`train.strategy`: DDP or FSDP) averages the ranks' gradients;
+2 ranks with half a batch each give the update of 1 process with all of it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from rlgym_llm.train.config import LossConfig, OptimConfig
 from rlgym_llm.train.distributed import Distributed
 from rlgym_llm.train.forward import MaskedForward, MaskedPolicy, masked_logprobs
 from rlgym_llm.train.losses import BatchTotals, aggregate, kl_penalty, policy_loss
+from rlgym_llm.train.strategy import DDP, Single, Strategy
 
 
 @dataclass
@@ -102,8 +102,11 @@ class PolicyTrainer:
             `train.forward`); False projects every position, as a plain forward pass does.
         compute: device and compute dtype (`rlgym_llm.rollout.device`; default: float32 where
             `model`'s weights are). The models must already be on its device.
-        dist: the data-parallel ranks (default: one process); with several, `model` is wrapped in
-            DDP now (rank 0's weights are copied to every rank).
+        dist: the data-parallel ranks (default: one process); with several and no `strategy`,
+            `model` is wrapped in DDP now (rank 0's weights are copied to every rank).
+        strategy: how the update is spread over the ranks (`train.strategy`; default: DDP over
+            `dist`, `Single` with one process). It wraps `model` now, before the optimizer is built
+            (FSDP replaces the parameters by their shards).
     """
 
     def __init__(
@@ -117,11 +120,19 @@ class PolicyTrainer:
         lean_head: bool = True,
         compute: Compute | None = None,
         dist: Distributed | None = None,
+        strategy: Strategy | None = None,
     ):
         self.model = model
-        self.dist = dist or Distributed()
-        # the trained forward pass runs through DDP's forward, which prepares the gradient averaging
-        self._ddp: Any = self.dist.wrap(MaskedPolicy(model, lean_head)) if self.dist.enabled else None
+        if strategy is None:
+            dist = dist or Distributed()
+            strategy = DDP(dist) if dist.enabled else Single(dist)
+        elif dist is not None and dist is not strategy.dist:
+            raise ValueError("pass the ranks once: PolicyTrainer(strategy=...) or PolicyTrainer(dist=...)")
+        self.strategy, self.dist = strategy, strategy.dist
+        self.rollout_model = strategy.rollout_model(model)  # before wrapping: FSDP copies the full model
+        # every trained (and pi_old) forward pass runs through the wrapped module: DDP's forward prepares
+        # the gradient averaging, FSDP's gathers the sharded weights
+        self._policy: Any = strategy.wrap(MaskedPolicy(model, lean_head), model)
         self.compute = compute or Compute.of(model)
         self.loss_cfg = loss or LossConfig()
         self.optim_cfg = optim or OptimConfig()
@@ -167,7 +178,13 @@ class PolicyTrainer:
         batch = batch.to(self.compute.device)
         was_training = self.model.training
         self.model.eval()
-        parts = [self._forward(self.model, batch.slice(s, s + self.micro_batch_size)).logp for s in self._starts(batch)]
+        starts = list(self._starts(batch))
+        parts = []
+        for i in range(self.strategy.passes(len(starts))):
+            mb = batch.slice(starts[i], starts[i] + self.micro_batch_size) if i < len(starts) else self._nothing()
+            logp = self._trained_forward(mb.to(self.compute.device), entropy_grad=False).logp
+            if i < len(starts):
+                parts.append(logp)
         self.model.train(was_training)
         out = torch.zeros_like(batch.engine_logp)
         for s, p in zip(self._starts(batch), parts):
@@ -229,11 +246,18 @@ class PolicyTrainer:
         return TrainBatch(ids, torch.ones_like(ids), zeros, zeros, zeros)
 
     def _trained_forward(self, mb: TrainBatch, entropy_grad: bool) -> MaskedForward:
-        if self._ddp is None:
-            return self._forward(self.model, mb, entropy_grad=entropy_grad)
         with self.compute.autocast():
-            logp, entropy = self._ddp(mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad)
+            logp, entropy = self._policy(mb.input_ids, mb.attention_mask, mb.loss_mask, entropy_grad)
         return MaskedForward(logp, entropy)
+
+    def weights(self) -> Any:
+        """The model the sampling engine syncs from after an update: the trained model itself, or
+        (FSDP) the full copy, refreshed now from the shards. A collective: every rank calls it."""
+        return self.strategy.weights(self.model)
+
+    def full_state_dict(self) -> dict[str, torch.Tensor]:
+        """The whole model's state on every rank (a collective under FSDP)."""
+        return self.strategy.full_state_dict(self.model)
 
     def accumulate(self, batch: TrainBatch | None) -> dict[str, float]:
         """Zero the gradients, then accumulate the full-batch loss's gradient micro-batch by micro-batch."""
@@ -243,9 +267,10 @@ class PolicyTrainer:
             batch = self._nothing()
         batch = batch.to(self.compute.device)
         totals = self._totals(batch)
-        # DDP averages the ranks' gradients: each rank's loss is its share of the global loss, times world
+        # the strategy averages the ranks' gradients: each rank's loss is its share of the global loss, times world
         scale = float(self.dist.world)
         starts = list(self._starts(batch))
+        passes = self.strategy.passes(len(starts))  # FSDP: as many as the rank with the most
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums = {
@@ -257,12 +282,11 @@ class PolicyTrainer:
             "approx_kl": 0.0,
             "is_weight": 0.0,
         }
-        for start in starts:
-            mb = batch.slice(start, start + self.micro_batch_size)
-            # gradients are averaged over the ranks once, in the last micro-batch's backward pass
-            last = start == starts[-1]
-            with self._ddp.no_sync() if self._ddp is not None and not last else contextlib.nullcontext():
-                sums_mb = self._micro_batch(mb, totals, scale)
+        for i in range(passes):
+            # a rank with fewer micro-batches runs rows with no trained token: a zero gradient
+            mb = batch.slice(starts[i], starts[i] + self.micro_batch_size) if i < len(starts) else self._nothing()
+            with self.strategy.gradient_sync(self._policy, last=i == passes - 1):
+                sums_mb = self._micro_batch(mb.to(self.compute.device), totals, scale)
             for k, v in sums_mb.items():
                 sums[k] += v
         return {**self.dist.sum(sums), "tokens": float(totals.tokens)}
@@ -315,6 +339,6 @@ class PolicyTrainer:
     def _optimizer_step(self) -> float:
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         max_norm = self.optim_cfg.max_grad_norm if self.optim_cfg.max_grad_norm > 0 else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        grad_norm = self.strategy.clip_grad_norm(params, max_norm)
         self.optimizer.step()
-        return float(grad_norm)
+        return grad_norm
