@@ -20,15 +20,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.rollout.manager import RolloutManager
 from rlgym_llm.rollout.progress import ProgressReporter
 
 if TYPE_CHECKING:
+    from rlgym_llm.rollout.policy import TrainablePolicy
     from rlgym_llm.train.distributed import Distributed
-    from rlgym_llm.train.loop import RunParts
+    from rlgym_llm.train.trainer import PolicyTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,16 @@ VERSION_KEY = "policy_version"
 """`Trajectory.metadata` key: the weights version that sampled the trajectory."""
 RANK_KEY = "rank"
 """`Trajectory.metadata` key: the data-parallel rank that sampled (and trains on) the trajectory."""
+
+
+class RunParts(Protocol):
+    """What a source reads of the loop's `loop.RunParts` (declared here, so that this module does not
+    import the loop that imports it)."""
+
+    rollouts: RolloutManager
+    trainer: PolicyTrainer
+    policy: TrainablePolicy
+    progress: ProgressReporter
 
 
 @dataclass

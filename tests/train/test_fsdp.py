@@ -152,3 +152,22 @@ def test_two_torchrun_nodes_with_c10d_rendezvous_train_with_fsdp(tmp_path):
     _worker(1, "train", str(one), "single", "2")
     diff = _same_run(_load(one / "train.pt"), _load(two / "train.pt"), 2)
     print(f"2 torchrun nodes x 1 process (FSDP) vs 1 process: max weight difference {diff:.2e}")
+
+
+def test_rlgym_train_with_fsdp_on_two_processes_trains_as_one_process(tmp_path):
+    # the whole run: rollouts from each rank's full copy, credit, sharded update, weight refresh, a
+    # sharded checkpoint, and the final export from it
+    from test_distributed import CLI, _metrics, _same_records
+    from transformers import AutoModelForCausalLM
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    cli = [sys.executable, "-m", "rlgym_llm.cli.main", "train", *CLI]
+    for out, more in ((one, ["trainer.sampling_seeds=episode"]), (two, ["trainer.nproc=2", "trainer.strategy=fsdp"])):
+        done = subprocess.run([*cli, f"out_dir={out}", *more], env=_env(), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-4000:]
+    assert (two / "checkpoints" / "step_000002" / "dcp" / ".metadata").exists()
+    _same_records(_metrics(two), _metrics(one))
+    a, b = (AutoModelForCausalLM.from_pretrained(d / "final_model").state_dict() for d in (one, two))
+    diff = _max_diff(a, b)
+    print(f"rlgym train, fsdp on 2 processes vs 1 process: max weight difference {diff:.2e}")
+    assert diff < WEIGHTS
