@@ -1,14 +1,15 @@
 """One process of the strategy tests (`test_fsdp.py`): run directly it is 1 process, under torchrun
 one of N (gloo, CPU).
 
-    python fsdp_worker.py train OUT STRATEGY STEPS [lora] [ac] [kl] [mini]   # STEPS updates, fixed batches
+    python fsdp_worker.py train OUT STRATEGY STEPS [lora] [ac] [kl] [mini] [smollm2]   # STEPS updates
     python fsdp_worker.py save OUT STRATEGY                                  # 2 updates, checkpoint, 2 more
     python fsdp_worker.py resume OUT STRATEGY                                # load OUT's checkpoint, 2 more
 
 Every step trains on the same global batch of 8 rows whatever the process count: with 2 ranks,
 rank 0 takes rows [0, 5) and rank 1 [5, 8), so with micro-batches of 2 rank 0 runs 3 passes and
 rank 1 2 (FSDP pads rank 1 with a zero-gradient pass). Rank 0 writes OUT/<mode>.pt: the loss and
-grad norm of every step and the final full weights.
+grad norm of every step and the final full weights. `smollm2` trains SmolLM2-135M on 4 rows a
+step (3 on rank 0) instead of the tiny model on 8.
 """
 
 import copy
@@ -32,11 +33,17 @@ ROWS = 8
 SPLIT = 5  # rank 0's rows of 8 with 2 processes
 
 
-def _model(lora: bool):
+def _model(lora: bool, smollm2: bool = False):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
+    if smollm2:
+        from rlgym_llm.rollout.smollm2 import build_smollm2
+
+        folder = build_smollm2()
+    else:
+        folder = build_tiny_model()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     if lora:
         from peft import LoraConfig, get_peft_model
 
@@ -47,14 +54,14 @@ def _model(lora: bool):
     return model
 
 
-def _batches(model, steps: int, dist: Distributed) -> list[TrainBatch | None]:
-    """This rank's part of each step's 8 rows (the same rows for every process count)."""
+def _batches(model, steps: int, dist: Distributed, rows: int = ROWS, split: int = SPLIT) -> list[TrainBatch | None]:
+    """This rank's part of each step's rows (the same rows for every process count)."""
     from batches import make_trajectories
 
     out = []
     for step in range(steps):
-        trajs, advs = make_trajectories(model, n=ROWS, seed=step, with_advantages=True)
-        lo, hi = ((0, SPLIT), (SPLIT, ROWS))[dist.rank] if dist.world == 2 else (0, ROWS)
+        trajs, advs = make_trajectories(model, n=rows, seed=step, with_advantages=True)
+        lo, hi = ((0, split), (split, rows))[dist.rank] if dist.world == 2 else (0, rows)
         out.append(TrainBatch.from_trajectories(trajs[lo:hi], advs[lo:hi], pad_id=0))
     return out
 
@@ -75,8 +82,8 @@ def _trainer(model, dist: Distributed, kind: str, flags: set[str]) -> PolicyTrai
 
 
 def run_train(dist: Distributed, out: Path, kind: str, steps: int, flags: set[str]) -> None:
-    model = _model("lora" in flags)
-    batches = _batches(model, steps, dist)
+    model = _model("lora" in flags, "smollm2" in flags)
+    batches = _batches(model, steps, dist, *((4, 3) if "smollm2" in flags else (ROWS, SPLIT)))
     trainer = _trainer(model, dist, kind, flags)
     metrics = [trainer.update(b) for b in batches]
     state = trainer.full_state_dict()
