@@ -172,7 +172,8 @@ class FSDP(Strategy):
         import torch.distributed as tdist
 
         if not tdist.is_initialized():  # one process: FSDP still needs a process group
-            tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
+            backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+            tdist.init_process_group(backend, store=tdist.HashStore(), rank=0, world_size=1)
 
     def rollout_model(self, model: Any) -> Any:
         """A full copy of `model`, made before it is sharded (call it before `wrap`), updated by `weights()`."""
@@ -184,11 +185,16 @@ class FSDP(Strategy):
         return self._copies[id(model)]
 
     def wrap(self, policy: torch.nn.Module, model: Any) -> torch.nn.Module:
+        import torch.distributed as tdist
+        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
         self.rollout_model(model)
         self._checkpoint_activations(model)
-        kwargs: dict[str, Any] = {}
+        # the mesh on the model's device: fully_shard's default is the machine's accelerator, which
+        # is wrong for a CPU run on a GPU machine
+        device = next(model.parameters()).device.type
+        kwargs: dict[str, Any] = {"mesh": init_device_mesh(device, (tdist.get_world_size(),))}
         if self.mixed_precision:
             kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in decoder_layers(model):
