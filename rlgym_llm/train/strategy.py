@@ -221,7 +221,12 @@ class FSDP(Strategy):
 
     def weights(self, model: Any) -> Any:
         full = self.rollout_model(model)
-        full.load_state_dict(self.full_state_dict(model))
+        into = dict(full.named_parameters())
+        # one parameter gathered at a time (the same order on every rank: each is a collective), so
+        # no whole second state dict is ever held next to the copy
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                into[name].copy_(param.full_tensor() if hasattr(param, "full_tensor") else param)
         return full
 
     def save_state(self, folder: Path, model: Any, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
