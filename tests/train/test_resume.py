@@ -2,7 +2,8 @@
 `resume=<its folder>` gives the same metrics and the same final weights as an uninterrupted run
 (slow tier), synchronous, with rollouts sampled ahead (`trainer.off_policy_steps=1`: the
 smoke run of that setting through the CLI), and on 2 processes (`trainer.nproc=2`: torchrun and
-its workers are killed together, the way a lost job dies)."""
+its workers are killed together, the way a lost job dies), with DDP and with FSDP (sharded
+checkpoints)."""
 
 import contextlib
 import json
@@ -57,7 +58,8 @@ def _process_tree(pid: int) -> list[int]:
 
 
 def _command(out: Path, *more: str) -> list[str]:
-    return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS, *more]
+    overrides = [word for m in more for word in m.split()]  # a setting may hold several
+    return [sys.executable, "-m", "rlgym_llm.cli.main", "train", f"out_dir={out}", *ARGS, *overrides]
 
 
 def _raw(out: Path) -> list[dict]:
@@ -70,13 +72,27 @@ def _metrics(out: Path) -> list[dict]:
 
 
 def _weights(out: Path, step: int) -> dict:
-    return torch.load(out / "checkpoints" / f"step_{step:06d}" / "trainer.pt", weights_only=False)["model"]
+    folder = out / "checkpoints" / f"step_{step:06d}"
+    state = torch.load(folder / "trainer.pt", weights_only=False).get("model")
+    if state is None:  # trainer.strategy=fsdp: sharded under dcp/
+        from transformers import AutoModelForCausalLM
+
+        from rlgym_llm.rollout.tiny_model import build_tiny_model
+        from rlgym_llm.train.strategy import read_sharded_model
+
+        state = read_sharded_model(folder, AutoModelForCausalLM.from_pretrained(build_tiny_model()).state_dict())
+    return state
 
 
 @pytest.mark.parametrize(
     "setting",
-    ["trainer.off_policy_steps=0", "trainer.off_policy_steps=1", "trainer.nproc=2"],
-    ids=["synchronous", "off_policy_steps=1", "nproc=2"],
+    [
+        "trainer.off_policy_steps=0",
+        "trainer.off_policy_steps=1",
+        "trainer.nproc=2",
+        "trainer.nproc=2 trainer.strategy=fsdp",
+    ],
+    ids=["synchronous", "off_policy_steps=1", "nproc=2", "nproc=2-fsdp"],
 )
 def test_a_killed_run_resumes_exactly(tmp_path, tiny_model_dir, setting):
     env = {**os.environ, "PYTHONHASHSEED": "0"}
