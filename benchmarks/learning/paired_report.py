@@ -1,0 +1,104 @@
+"""Before/after RL on the test pool over finished `rlgym train` runs, one run per seed.
+
+    python benchmarks/learning/paired_report.py runs/exp/smol_s0 runs/exp/smol_s1 \
+        --title "SmolLM2-135M on Math-v0 level 0" --command "rlgym train +experiment=smollm2_math seed=<s>" \
+        --out benchmarks/results/learning/smollm2_math
+
+Each run folder's `summary.json` holds test-pool success before and after RL (the same tasks and
+sampling seeds). The unit is the run (a seed): the paired difference after - before per run, with a
+bootstrap and a paired t interval over runs (`rlgym_llm.eval.paired_seed_comparison`); a gain is
+claimed only when both intervals lie above 0. The report states the distinct test tasks and the
+episodes of each measure, the start (the warm-up each run made) and the wall time.
+Writes `<out>.md` and `<out>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rlgym_llm.eval import paired_seed_comparison
+
+
+def load(folder: Path) -> dict[str, Any]:
+    """One run's row: seed, before/after success, task and episode counts, the warm-up, wall time."""
+    summary_path = folder / "summary.json"
+    if not summary_path.exists():
+        raise SystemExit(f"{folder}: no summary.json (the run has not finished)")
+    s = json.loads(summary_path.read_text())
+    config = (folder / "config.yaml").read_text() if (folder / "config.yaml").exists() else ""
+    seed = next((line.split(":", 1)[1].strip() for line in config.splitlines() if line.startswith("seed:")), "?")
+    before, after = s["before"], s["after"]
+    if (before["tasks"], before["episodes"]) != (after["tasks"], after["episodes"]):
+        raise SystemExit(f"{folder}: before and after were measured on different task sets")
+    return {
+        "run": str(folder),
+        "seed": seed,
+        "before": before["success"],
+        "after": after["success"],
+        "gain": after["success"] - before["success"],
+        "tasks": before["tasks"],
+        "episodes": before["episodes"],
+        "sft": s.get("sft"),
+        "train_success_first": s.get("train_success_first"),
+        "train_success_last": s.get("train_success_last"),
+        "wall_s": s.get("total_wall_s", s.get("wall_s")),
+    }
+
+
+def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, dict[str, Any]]:
+    cmp = paired_seed_comparison([r["after"] for r in rows], [r["before"] for r in rows])
+    gain = cmp.low > 0 and cmp.t_low > 0
+    sft = rows[0]["sft"] or {}
+    lines = [
+        f"# {title}: test-pool success before and after RL",
+        "",
+        f"Runs: `{command}`, one per seed; report: `python {' '.join(sys.argv)}`. "
+        f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        f"Start: each run's own warm-up on the env's oracle (train pool): {sft.get('episodes')} demonstrations, "
+        f"{sft.get('steps')} steps (loss {sft.get('loss_first', float('nan')):.3f} -> "
+        f"{sft.get('loss_last', float('nan')):.3f} for the first run). Success is measured on the **test pool** "
+        "(content no warm-up or RL step sees), the same tasks and sampling seeds before and after RL.",
+        "",
+        "| seed | before RL | after | gain | distinct test tasks | episodes | training success first -> last 3 | wall s |",
+        "|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['seed']} | {r['before']:.3f} | {r['after']:.3f} | {r['gain']:+.3f} | {r['tasks']} | {r['episodes']} | "
+            f"{r['train_success_first']:.3f} -> {r['train_success_last']:.3f} | {r['wall_s']:.0f} |"
+        )
+    lines += [
+        "",
+        f"Paired over {cmp.n} seeds (after - before): mean {cmp.diff:+.3f}, bootstrap 95% CI "
+        f"[{cmp.low:+.3f}, {cmp.high:+.3f}], paired t 95% CI [{cmp.t_low:+.3f}, {cmp.t_high:+.3f}], "
+        f"sd {cmp.sd:.3f}, MDD {cmp.mdd:.3f}. "
+        + ("**Gain: both intervals above 0.**" if gain else "**No significant gain** (both intervals above 0: False)."),
+        "",
+    ]
+    data = {"title": title, "command": command, "runs": rows, "paired": dataclasses.asdict(cmp), "gain": gain}
+    return "\n".join(lines), data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", type=Path, help="finished `rlgym train` run folders, one per seed")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--command", required=True, help="the command each run was (for the report)")
+    parser.add_argument("--out", required=True, type=Path, help="writes <out>.md and <out>.json")
+    args = parser.parse_args()
+    text, data = report([load(f) for f in args.runs], args.title, args.command)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(text)
+    args.out.with_suffix(".json").write_text(json.dumps(data, indent=1, default=float) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
