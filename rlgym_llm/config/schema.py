@@ -162,6 +162,11 @@ class PolicyConfig:
             `inplace` (full weights through shared memory into the running server; LoRA is merged),
             `lora` (adapters only: needs trainer.lora.enabled) or `restart` (save and restart the
             server: slow, the fallback). See docs/vllm.md.
+        inplace_load: `vllm`, full weights in place: `direct` (the model's `load_weights` straight
+            into the live parameters, near the copy limit; on CPU the server's linear layers then
+            compute from plain weights, about half as fast), `reload` (vLLM's own reload, which
+            keeps its CPU kernels and re-packs their weights at every sync) or `auto` (direct on a
+            GPU, reload on CPU). See docs/vllm.md.
         sampling: how rollouts sample (`seed` stays null: every request is seeded from the run's
             `seed`); `rlgym train`'s held-out measure uses `trainer.eval_temperature` instead of
             `temperature`.
@@ -180,6 +185,7 @@ class PolicyConfig:
     data_parallel_size: int = 1
     server_gpus: list[int] | None = None
     sync: Literal["auto", "inplace", "lora", "restart"] = "auto"
+    inplace_load: Literal["auto", "direct", "reload"] = "auto"
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
     def __post_init__(self) -> None:
@@ -421,6 +427,8 @@ def train_rules(cfg: TrainConfig) -> list[str]:
         p.append(
             f"`policy.sync={cfg.policy.sync}` applies to policy=vllm only; policy={cfg.policy.backend} syncs in process"
         )
+    if cfg.policy.inplace_load != "auto" and cfg.policy.backend != "vllm":
+        p.append(f"`policy.inplace_load={cfg.policy.inplace_load}` applies to policy=vllm only")
     if cfg.trainer.off_policy_steps and cfg.policy.backend != "hf":
         p.append(
             f"`trainer.off_policy_steps={cfg.trainer.off_policy_steps}` samples from a snapshot of the weights "

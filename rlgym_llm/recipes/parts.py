@@ -433,7 +433,9 @@ def build_trainable_policy(
 
         sync = sync or policy.sync
         rank = lora_rank if sync in ("auto", "lora") else None  # inplace and restart serve merged weights
-        return VLLMPolicy(folder, max_lora_rank=rank, sync=sync, **vllm_server_kwargs(policy, on)).start()
+        return VLLMPolicy(
+            folder, max_lora_rank=rank, sync=sync, inplace_load=policy.inplace_load, **vllm_server_kwargs(policy, on)
+        ).start()
     raise ConfigError([f"policy={policy.backend} cannot be trained; use policy=hf or policy=vllm"])
 
 
