@@ -10,8 +10,8 @@ server's logprobs with the trainer's:
   here, where the trainer's CPU tensors then live) and every worker of the server (each tensor- and
   data-parallel rank) loads them into the running model (`vllm_worker.WeightSyncExtension`, called
   through vLLM's `/collective_rpc`), tied LM head included; the prefix cache is then reset. With
-  `inplace_load="direct"` the workers copy straight into the served parameters: SmolLM2-135M within
-  __RATIO__ of an in-memory copy of its 513 MiB (`benchmarks/results/weight_sync.md`; a restart took 141 s).
+  `inplace_load="direct"` the workers copy straight into the served parameters: SmolLM2-135M in
+  2.5x an in-memory copy of its 513 MiB (`benchmarks/results/weight_sync.md`; a restart took 141 s).
 - **lora** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
   loaded at runtime under a new name (`/v1/load_lora_adapter`); requests switch to it. Milliseconds
   on the server; the base weights stay loaded.
