@@ -150,7 +150,11 @@ class PolicyConfig:
         api_key_env: the environment variable holding the endpoint's API key.
         gpu_memory_utilization: `vllm` on a GPU: the share of GPU memory the server may take (the
             rest is the trainer's when both share one GPU).
-        tensor_parallel_size: `vllm` on GPUs: how many GPUs the server splits the model over.
+        tensor_parallel_size: `vllm`: how many devices (GPUs; on CPU, processes with their own
+            cores) the server splits one copy of the model over; it must divide the attention heads.
+        data_parallel_size: `vllm`: how many copies of the model the server runs side by side (each
+            over `tensor_parallel_size` devices), with requests balanced among them; every copy gets
+            each weight sync. The server uses tensor x data parallel size devices.
         server_gpus: `vllm` on GPUs: the GPUs the server sees (its CUDA_VISIBLE_DEVICES), e.g. [1,2]
             to keep GPU 0 for the trainer (null: the GPUs this process sees, shared with the trainer).
         sync: `vllm`: how the trainer's weights reach the server after each update: `auto` (LoRA
@@ -158,6 +162,11 @@ class PolicyConfig:
             `inplace` (full weights through shared memory into the running server; LoRA is merged),
             `lora` (adapters only: needs trainer.lora.enabled) or `restart` (save and restart the
             server: slow, the fallback). See docs/vllm.md.
+        inplace_load: `vllm`, full weights in place: `direct` (the model's `load_weights` straight
+            into the live parameters, near the copy limit; on CPU the server's linear layers then
+            compute from plain weights, about half as fast), `reload` (vLLM's own reload, which
+            keeps its CPU kernels and re-packs their weights at every sync) or `auto` (direct on a
+            GPU, reload on CPU). See docs/vllm.md.
         sampling: how rollouts sample (`seed` stays null: every request is seeded from the run's
             `seed`); `rlgym train`'s held-out measure uses `trainer.eval_temperature` instead of
             `temperature`.
@@ -173,12 +182,16 @@ class PolicyConfig:
     api_key_env: str = "OPENAI_API_KEY"
     gpu_memory_utilization: float = 0.5
     tensor_parallel_size: int = 1
+    data_parallel_size: int = 1
     server_gpus: list[int] | None = None
     sync: Literal["auto", "inplace", "lora", "restart"] = "auto"
+    inplace_load: Literal["auto", "direct", "reload"] = "auto"
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
     def __post_init__(self) -> None:
-        _at_least_one(self, "max_context", "max_batch_size", "concurrency", "tensor_parallel_size")
+        _at_least_one(
+            self, "max_context", "max_batch_size", "concurrency", "tensor_parallel_size", "data_parallel_size"
+        )
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ConfigError([f"gpu_memory_utilization={self.gpu_memory_utilization} must be in (0, 1], e.g. 0.5"])
         if self.max_context <= self.sampling.max_tokens:
@@ -414,6 +427,8 @@ def train_rules(cfg: TrainConfig) -> list[str]:
         p.append(
             f"`policy.sync={cfg.policy.sync}` applies to policy=vllm only; policy={cfg.policy.backend} syncs in process"
         )
+    if cfg.policy.inplace_load != "auto" and cfg.policy.backend != "vllm":
+        p.append(f"`policy.inplace_load={cfg.policy.inplace_load}` applies to policy=vllm only")
     if cfg.trainer.off_policy_steps and cfg.policy.backend != "hf":
         p.append(
             f"`trainer.off_policy_steps={cfg.trainer.off_policy_steps}` samples from a snapshot of the weights "

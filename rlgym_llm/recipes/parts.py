@@ -433,19 +433,25 @@ def build_trainable_policy(
 
         sync = sync or policy.sync
         rank = lora_rank if sync in ("auto", "lora") else None  # inplace and restart serve merged weights
-        return VLLMPolicy(folder, max_lora_rank=rank, sync=sync, **vllm_server_kwargs(policy, on)).start()
+        return VLLMPolicy(
+            folder, max_lora_rank=rank, sync=sync, inplace_load=policy.inplace_load, **vllm_server_kwargs(policy, on)
+        ).start()
     raise ConfigError([f"policy={policy.backend} cannot be trained; use policy=hf or policy=vllm"])
 
 
 def vllm_server_kwargs(policy: PolicyConfig, on: Compute | None = None) -> dict[str, Any]:
-    """`VLLMServer` settings from the config: context, device, dtype and the GPU options."""
-    kwargs: dict[str, Any] = {"max_model_len": policy.max_context}
+    """`VLLMServer` settings from the config: context, parallel sizes, and on a GPU the device,
+    dtype and memory share."""
+    kwargs: dict[str, Any] = {
+        "max_model_len": policy.max_context,
+        "tensor_parallel_size": policy.tensor_parallel_size,
+        "data_parallel_size": policy.data_parallel_size,
+    }
     if on is not None and on.device.type == "cuda":
         kwargs.update(
             device="cuda",
             dtype=str(on.dtype).removeprefix("torch."),
             gpu_memory_utilization=policy.gpu_memory_utilization,
-            tensor_parallel_size=policy.tensor_parallel_size,
         )
         if policy.server_gpus:
             kwargs["env"] = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, policy.server_gpus))}

@@ -7,10 +7,11 @@ the first that applies), each proven in `tests/rollout/test_weight_sync.py` by c
 server's logprobs with the trainer's:
 
 - **inplace** (full weights, the default): the weights go through a `WeightTransport` (shared memory
-  here) and the server's workers load them into the running model (`vllm_worker.WeightSyncExtension`,
-  called through vLLM's `/collective_rpc`), tied LM head included; the prefix cache is then reset.
-  SmolLM2-135M on a 2-core CPU at load ~20: 6.2 s p50 against 141 s for a restart
-  (`benchmarks/results/weight_sync.md`).
+  here, where the trainer's CPU tensors then live) and every worker of the server (each tensor- and
+  data-parallel rank) loads them into the running model (`vllm_worker.WeightSyncExtension`, called
+  through vLLM's `/collective_rpc`), tied LM head included; the prefix cache is then reset. With
+  `inplace_load="direct"` the workers copy straight into the served parameters: SmolLM2-135M in
+  2.5x an in-memory copy of its 513 MiB (`benchmarks/results/weight_sync.md`; a restart took 141 s).
 - **lora** (a `peft` model, server started with `max_lora_rank`): the adapter is saved (a few MB) and
   loaded at runtime under a new name (`/v1/load_lora_adapter`); requests switch to it. Milliseconds
   on the server; the base weights stay loaded.
@@ -70,6 +71,8 @@ _TOKENIZER_FILES = (
     "generation_config.json",
 )
 
+INPLACE_LOADS = ("auto", "direct", "reload")
+"""`VLLMPolicy(inplace_load=...)`: how the workers load full weights in place (see `vllm_worker`)."""
 SYNC_MODES = ("auto", "inplace", "lora", "restart")
 """`VLLMPolicy(sync=...)`: auto (lora for adapters, else inplace, restart if inplace fails), or one path."""
 
@@ -89,6 +92,9 @@ class WeightSync:
         server_seconds: inplace: the workers' load time, transfer excluded.
         head_max_abs_diff: inplace: the served LM head's largest logit difference from the sent
             weights' on a probe (`vllm_worker._probe_head`; None where it cannot probe).
+        load: inplace: how the workers loaded (`direct` through the model's `load_weights`, or
+            vLLM's `reload`; see `vllm_worker`).
+        workers: inplace: how many workers answered (tensor-parallel ranks of the first engine).
     """
 
     version: int
@@ -99,6 +105,8 @@ class WeightSync:
     fallback: str | None = None
     server_seconds: float | None = None
     head_max_abs_diff: float | None = None
+    load: str | None = None
+    workers: int | None = None
 
 
 def is_peft_model(model: Any) -> bool:
@@ -119,6 +127,12 @@ class VLLMPolicy:
             restart. auto and inplace start the server with the worker extension and vLLM's dev
             endpoints (`VLLM_SERVER_DEV_MODE=1`; the server listens on loopback only by default).
         transport: how in-place weights travel (default `SharedMemoryTransport()`).
+        inplace_load: how the workers load in-place weights (`INPLACE_LOADS`): `direct` (the
+            model's `load_weights` into the live parameters, one copy; on CPU the linear layers then
+            compute with `torch.nn.functional.linear` over plain weights, about half as fast as
+            vLLM's packed kernels), `reload` (vLLM's in-place reload: keeps those kernels, whose
+            weights are re-packed at every sync) or `auto` (direct on a GPU, where it costs
+            nothing, reload on CPU). Quantized and MLA models always reload. See docs/vllm.md.
         **server_kwargs: passed to `VLLMServer` (`max_model_len`, `port`, `extra_args`, `env`, ...).
     """
 
@@ -130,16 +144,20 @@ class VLLMPolicy:
         client_kwargs: dict[str, Any] | None = None,
         sync: str = "auto",
         transport: WeightTransport | None = None,
+        inplace_load: str = "auto",
         **server_kwargs: Any,
     ):
         if sync not in SYNC_MODES:
             raise ValueError(f"sync={sync!r}: choose one of {', '.join(SYNC_MODES)}")
+        if inplace_load not in INPLACE_LOADS:
+            raise ValueError(f"inplace_load={inplace_load!r}: choose one of {', '.join(INPLACE_LOADS)}")
         if sync == "lora" and max_lora_rank is None:
             raise ValueError("sync='lora' needs a server with LoRA: pass max_lora_rank=<the adapters' rank>")
         self.base_dir = Path(model_dir)
         self.max_lora_rank = max_lora_rank
         self.sync = sync
         self.transport: WeightTransport = transport or SharedMemoryTransport()
+        self.inplace_load = inplace_load
         extra_args: list[str] = list(server_kwargs.pop("extra_args", ()))
         env = dict(server_kwargs.pop("env", None) or {})
         if max_lora_rank is not None:
@@ -278,6 +296,8 @@ class VLLMPolicy:
             fallback,
             loaded.get("seconds"),
             loaded.get("head_max_abs_diff"),
+            loaded.get("path"),
+            loaded.get("workers"),
         )
         logger.info("weights v%d synced to vLLM by %s in %.2fs", version, mode, seconds)
         return self.last_sync
@@ -312,7 +332,9 @@ class VLLMPolicy:
             weights, tied = full_weights(model)
         handle = self.transport.send(weights, tied)
         try:
-            body = {"method": RPC_METHOD, "args": [json.dumps(handle)], "timeout": 600}
+            # the worker's "auto" is direct wherever the model allows it
+            load = "auto" if self._inplace_load() == "direct" else "reload"
+            body = {"method": RPC_METHOD, "args": [json.dumps({"load": load, **handle})], "timeout": 600}
             reply = self._post("/collective_rpc", body, timeout=660)
         finally:
             self.transport.release(handle)
@@ -326,7 +348,16 @@ class VLLMPolicy:
         assert self.client is not None
         self._adapter = None
         self.client.model = self.server.model_name
-        return max(results, key=lambda r: float(r["seconds"]))
+        # Every rank probes what it can; the first engine's ranks answer (vLLM returns one engine's list).
+        slowest = max(results, key=lambda r: float(r["seconds"]))
+        probes = [r["head_max_abs_diff"] for r in results if r.get("head_max_abs_diff") is not None]
+        return {**slowest, "head_max_abs_diff": max(probes, default=None), "workers": len(results)}
+
+    def _inplace_load(self) -> str:
+        """`inplace_load` resolved: auto is direct on a GPU and reload on CPU (see the class doc)."""
+        if self.inplace_load != "auto":
+            return self.inplace_load
+        return "direct" if self.server.device == "cuda" else "reload"
 
     def _reset_prefix_cache(self, tries: int = 20) -> None:
         for _ in range(tries):  # refused while requests still hold blocks

@@ -11,8 +11,9 @@ The server runs in its own process group with its output in a log file; stopping
 the group, then SIGKILL after a grace period, so no engine worker outlives it.
 
 On a GPU (`device="cuda"`) the same class starts a CUDA build of vLLM (a venv with `pip install vllm`,
-found the same way), with `gpu_memory_utilization` and `tensor_parallel_size` passed through and no
-CPU-backend variables; see docs/gpu.md.
+found the same way), with `gpu_memory_utilization` passed through and no CPU-backend variables; see
+docs/gpu.md. `tensor_parallel_size` and `data_parallel_size` go through on either device (on CPU each
+rank gets its own share of this process's CPUs).
 """
 
 from __future__ import annotations
@@ -88,12 +89,43 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _cpu_bind() -> str:
-    """vLLM's OpenMP thread binding: every CPU this process may use, as "a-b" when contiguous."""
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _cpu_bind(ranks: int = 1) -> str:
+    """vLLM's OpenMP thread binding: the CPUs this process may use, in `ranks` contiguous groups
+    joined by `|` (one per engine rank), each as ranges ("0-3", "0,2,4-5"); "auto" when unknown.
+
+    Raises:
+        ValueError: fewer CPUs than ranks (each rank needs one of its own).
+    """
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if cpus and cpus == list(range(cpus[0], cpus[-1] + 1)):
-        return f"{cpus[0]}-{cpus[-1]}"
-    return "auto"
+    if not cpus:
+        return "auto"
+    if len(cpus) < ranks:
+        raise ValueError(
+            f"{ranks} vLLM ranks (tensor x data parallel size) need at least {ranks} CPUs; this process may "
+            f"use {len(cpus)}: lower policy.tensor_parallel_size / policy.data_parallel_size"
+        )
+    share, extra = divmod(len(cpus), ranks)
+    groups, start = [], 0
+    for rank in range(ranks):
+        end = start + share + (rank < extra)
+        groups.append(_ranges(cpus[start:end]))
+        start = end
+    return "|".join(groups)
+
+
+def _ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts, first = [], 0
+    for i in range(1, len(cpus) + 1):
+        if i == len(cpus) or cpus[i] != cpus[i - 1] + 1:
+            lo, hi = cpus[first], cpus[i - 1]
+            parts.append(f"{lo}-{hi}" if hi > lo else str(lo))
+            first = i
+    return ",".join(parts)
 
 
 class VLLMServer:
@@ -110,7 +142,10 @@ class VLLMServer:
             `cuda` (a CUDA build: the GPU options below are passed).
         gpu_memory_utilization: the share of each GPU's memory vLLM may take (`--gpu-memory-utilization`);
             leave room for the trainer when both share a GPU. None: vLLM's default (0.9).
-        tensor_parallel_size: GPUs one model is split over (`--tensor-parallel-size`).
+        tensor_parallel_size: devices one copy of the model is split over (`--tensor-parallel-size`;
+            it must divide the model's attention heads). On CPU, ranks are processes.
+        data_parallel_size: copies of the model that serve requests side by side, each over
+            `tensor_parallel_size` devices (`--data-parallel-size`; vLLM balances requests among them).
         python: the Python with vllm installed (see `find_vllm_python`).
         served_model_name: the name requests use; default the folder's name.
         extra_args: more `api_server` arguments, e.g. `["--max-num-seqs", "64"]`.
@@ -133,6 +168,7 @@ class VLLMServer:
         device: str = "cpu",
         gpu_memory_utilization: float | None = None,
         tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
         python: str | os.PathLike | None = None,
         served_model_name: str | None = None,
         extra_args: Sequence[str] = (),
@@ -148,7 +184,11 @@ class VLLMServer:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device={device!r}: the vLLM server runs on cpu or cuda")
         self.device, self.gpu_memory_utilization = device, gpu_memory_utilization
-        self.tensor_parallel_size = tensor_parallel_size
+        sizes = {"tensor_parallel_size": tensor_parallel_size, "data_parallel_size": data_parallel_size}
+        bad = [f"{k}={v!r} must be an integer >= 1" for k, v in sizes.items() if not _positive_int(v)]
+        if bad:
+            raise ValueError("; ".join(bad))
+        self.tensor_parallel_size, self.data_parallel_size = tensor_parallel_size, data_parallel_size
         self.python = python
         self.model_name = served_model_name or self.model_dir.name
         self.extra_args, self.env = list(extra_args), dict(env or {})
@@ -220,6 +260,10 @@ class VLLMServer:
             # stated so a changed default cannot silently break training.
             "--logprobs-mode",
             "raw_logprobs",
+            "--tensor-parallel-size",
+            str(self.tensor_parallel_size),
+            "--data-parallel-size",
+            str(self.data_parallel_size),
             *self._gpu_args(),
             *self._cpu_args(),
             *self.extra_args,  # last: argparse keeps the last value, so these override the defaults above
@@ -238,10 +282,19 @@ class VLLMServer:
     def _gpu_args(self) -> list[str]:
         if self.device != "cuda":
             return []
-        args = ["--tensor-parallel-size", str(self.tensor_parallel_size)]
-        if self.gpu_memory_utilization is not None:
-            args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
-        return args
+        if self.gpu_memory_utilization is None:
+            return []
+        return ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+
+    @property
+    def ranks(self) -> int:
+        """The engine's worker processes: tensor x data parallel size."""
+        return self.tensor_parallel_size * self.data_parallel_size
+
+    def cpu_env(self) -> dict[str, str]:
+        """The CPU backend's variables: KV-cache size, no reserved cores, and OpenMP threads bound
+        to this process's CPUs, split into one group per rank (vLLM reads `a-b|c-d`, rank by rank)."""
+        return {**self.CPU_ENV, "VLLM_CPU_OMP_THREADS_BIND": _cpu_bind(self.ranks)}
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -263,7 +316,7 @@ class VLLMServer:
             self.log_path = Path(name)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}  # keep the venvs apart
         if self.device == "cpu":
-            env.update({**self.CPU_ENV, "VLLM_CPU_OMP_THREADS_BIND": _cpu_bind()})
+            env.update(self.cpu_env())
         env.update(self.env)
         cmd = self.command()
         logger.info("starting vLLM (%s) on %s; log: %s", python, self.base_url, self.log_path)

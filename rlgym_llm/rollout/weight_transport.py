@@ -3,7 +3,9 @@
 A `WeightTransport` turns (name, tensor) pairs into a *handle*: a small JSON-able dict that
 `VLLMPolicy` passes to every worker through `collective_rpc`, and that the worker extension
 (`vllm_worker.receive`) turns back into tensors. `SharedMemoryTransport` is the one built: the bytes
-go through a file on a tmpfs (`/dev/shm`), mapped on both sides, so a sync costs two memory copies.
+go through a file on a tmpfs (`/dev/shm`), mapped on both sides. The trainer's CPU tensors move into
+that file at the first sync (`adopt`), so later syncs cost one memory copy, the workers' (two
+without adoption).
 
 On GPUs the usual transport is an NCCL broadcast from the trainer's rank to the server's workers
 (TRL's `vllm serve`, OpenRLHF): `send` would start the broadcast (in a thread, since the workers
@@ -58,17 +60,28 @@ class SharedMemoryTransport:
     Args:
         directory: where the file goes; default `/dev/shm` (memory-backed on Linux), else the
             temporary folder. It must be readable by the server's processes (same machine).
+        adopt: after writing a CPU tensor into the file, make the trainer's tensor live there
+            (`tensor.data` becomes its slot in the file, a storage of its own). The optimizer then
+            updates the shared bytes in place, and later syncs skip the trainer-side copy of every
+            tensor still at its slot: the workers read the trainer's weights directly, as CUDA IPC
+            handles would on a GPU. A tensor moved elsewhere since (`model.to(...)`, a new
+            Parameter) is simply copied again. False: one copy into the file per sync.
 
     The file and its mapping are kept from one sync to the next (a fresh file costs a page fault
-    per 4 KiB, several times the copy itself): it holds the model's size in memory until `close()`.
+    per 4 KiB, several times the copy itself): it holds the model's size in memory until `close()`
+    (and, adopted, for as long as the trainer's tensors live there).
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None):
+    def __init__(self, directory: str | os.PathLike | None = None, adopt: bool = True):
         default = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
         self.directory = Path(directory) if directory is not None else default
+        self.adopt = adopt
         self.path: Path | None = None
         self._data: Any = None  # a uint8 tensor over the file's shared mapping
+        self._mapped: Any = None  # the mmap object itself (slots are made from it)
         self._size = 0
+        self._slots: dict[tuple[int, str, tuple[int, ...]], Any] = {}  # (offset, dtype, shape) -> tensor
+        self.copied = 0  # tensors copied by the last send (the rest were adopted already)
 
     def send(self, weights: Sequence[tuple[str, Any]], tied: dict[str, str]) -> dict[str, Any]:
         entries, offset = [], 0
@@ -82,11 +95,34 @@ class SharedMemoryTransport:
             )
             offset += -(-nbytes // ALIGN) * ALIGN
         size = max(offset, ALIGN)
-        data = self._buffer(size)
+        self._buffer(size)
+        self.copied = 0
         for entry, (_, tensor) in zip(entries, weights):
-            start, end = entry["offset"], entry["offset"] + entry["nbytes"]
-            data[start:end].view(tensor.dtype).view(tensor.shape).copy_(tensor.detach())
+            slot = self._slot(entry["offset"], tensor)
+            if tensor.data_ptr() == slot.data_ptr() and tensor.numel():
+                continue  # the trainer's tensor lives in its slot: the workers read it there
+            slot.copy_(tensor.detach())
+            self.copied += 1
+            if self.adopt and _adoptable(tensor):
+                tensor.data = slot
         return {"transport": "shm", "path": str(self.path), "size": size, "tensors": entries, "tied": dict(tied)}
+
+    def _slot(self, offset: int, tensor: Any) -> Any:
+        """The file's bytes for `tensor` at `offset`, as a tensor of its dtype and shape with a
+        storage of its own (tensors sharing one storage would look tied to checkpoint writers)."""
+        import torch
+
+        key = (offset, str(tensor.dtype), tuple(tensor.shape))
+        slot = self._slots.get(key)
+        if slot is None:
+            count = tensor.numel()
+            if count == 0:
+                slot = torch.empty(tensor.shape, dtype=tensor.dtype)
+            else:
+                slot = torch.frombuffer(self._mapped, dtype=tensor.dtype, count=count, offset=offset)
+                slot = slot.view(tensor.shape)
+            self._slots[key] = slot
+        return slot
 
     def release(self, handle: dict[str, Any]) -> None:
         """Nothing to free: the file is overwritten by the next sync (`close()` removes it)."""
@@ -94,7 +130,8 @@ class SharedMemoryTransport:
     def close(self) -> None:
         """Remove the file (a server still mapping it keeps the memory until it unmaps)."""
         atexit.unregister(self.close)
-        self._data, self._size = None, 0
+        # Adopted tensors keep their slots' mapping alive (the memory goes when they do).
+        self._data, self._mapped, self._size, self._slots = None, None, 0, {}
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None
@@ -121,10 +158,22 @@ class SharedMemoryTransport:
             raise
         finally:
             os.close(fd)
-        self.path, self._size = path, size
+        self.path, self._size, self._mapped = path, size, mapped
         self._data = torch.frombuffer(mapped, dtype=torch.uint8)
         atexit.register(self.close)
         return self._data
+
+
+def _adoptable(tensor: Any) -> bool:
+    """A plain, dense CPU tensor (not a DTensor or other subclass) may move into the shared file."""
+    import torch
+
+    return (
+        tensor.device.type == "cpu"
+        and type(tensor.data) is torch.Tensor
+        and tensor.layout == torch.strided
+        and tensor.numel() > 0
+    )
 
 
 def _remove_orphans(directory: Path) -> None:

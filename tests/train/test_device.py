@@ -142,6 +142,7 @@ def test_the_vllm_server_gets_the_gpu_options_on_cuda_only(tiny_model_dir):
             "policy=vllm",
             "policy.gpu_memory_utilization=0.4",
             "policy.tensor_parallel_size=2",
+            "policy.data_parallel_size=3",
             "policy.server_gpus=[1,2]",
         ],
     )
@@ -152,10 +153,20 @@ def test_the_vllm_server_gets_the_gpu_options_on_cuda_only(tiny_model_dir):
         "dtype": "bfloat16",
         "gpu_memory_utilization": 0.4,
         "tensor_parallel_size": 2,
+        "data_parallel_size": 3,
         "env": {"CUDA_VISIBLE_DEVICES": "1,2"},
     }
     server = VLLMServer(tiny_model_dir, port=8000, python=sys.executable, **on_gpu)
     cmd = " ".join(server.command())
-    assert "--tensor-parallel-size 2 --gpu-memory-utilization 0.4" in cmd and "--dtype bfloat16" in cmd
+    assert "--tensor-parallel-size 2 --data-parallel-size 3 --gpu-memory-utilization 0.4" in cmd
+    assert "--dtype bfloat16" in cmd
+    # the parallel sizes go through on CPU too; the GPU memory share does not
     cpu = VLLMServer(tiny_model_dir, port=8000, python=sys.executable, **vllm_server_kwargs(cfg.policy, CPU_BF16))
-    assert "--gpu-memory-utilization" not in " ".join(cpu.command())
+    cpu_cmd = " ".join(cpu.command())
+    assert "--tensor-parallel-size 2 --data-parallel-size 3" in cpu_cmd and "--gpu-memory-utilization" not in cpu_cmd
+    with pytest.raises(ConfigError) as e:
+        load_config("train", ["policy=vllm", "policy.data_parallel_size=0", "policy.tensor_parallel_size=0"])
+    assert e.value.problems == [
+        "policy.tensor_parallel_size=0 must be >= 1",
+        "policy.data_parallel_size=0 must be >= 1",
+    ]
