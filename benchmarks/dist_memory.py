@@ -1,7 +1,7 @@
 """Memory per rank of DDP and FSDP training (issue 33, item 4): measured on the CPU, computed for
 large models.
 
-    python benchmarks/dist_memory.py                       # tiny model at 1/2/4 ranks, SmolLM2-135M at 1/2
+    python benchmarks/dist_memory.py                       # tiny model and SmolLM2-135M at 1/2/4 ranks (~14 GB at 4 SmolLM2 ranks)
     python benchmarks/dist_memory.py --models tiny --no-write
 
 Measured: each configuration (model, strategy, ranks) runs under torchrun (gloo, 1 thread per
@@ -215,8 +215,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["tiny", "smollm2"])
     parser.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4])
-    # 4 DDP ranks of SmolLM2 hold ~4 x 3 GB: more than the shared machine's spare memory when it was run
-    parser.add_argument("--smollm2-ranks", nargs="+", type=int, default=[1, 2])
+    # 4 ranks of SmolLM2 hold ~4 x 3.5 GB: lower it on a machine with less spare memory
+    parser.add_argument("--smollm2-ranks", nargs="+", type=int, default=[1, 2, 4])
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rows = []
