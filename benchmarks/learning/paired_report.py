@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -58,13 +59,15 @@ def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, d
     lines = [
         f"# {title}: test-pool success before and after RL",
         "",
-        f"Runs: `{command}`, one per seed; report: `python {' '.join(sys.argv)}`. "
+        f"Runs: `{command}`, one per seed; report: `python {shlex.join(sys.argv)}`. "
         f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         f"Start: each run's own warm-up on the env's oracle (train pool): {sft.get('episodes')} demonstrations, "
         f"{sft.get('steps')} steps (loss {sft.get('loss_first', float('nan')):.3f} -> "
         f"{sft.get('loss_last', float('nan')):.3f} for the first run). Success is measured on the **test pool** "
-        "(content no warm-up or RL step sees), the same tasks and sampling seeds before and after RL.",
+        "(content no warm-up or RL step sees), the same tasks and sampling seeds before and after RL. "
+        "The interval is over seeds (the runs); every run measures the same test tasks, so it does not "
+        "cover the draw of those tasks.",
         "",
         "| seed | before RL | after | gain | distinct test tasks | episodes | training success first -> last 3 | wall s |",
         "|---:|---:|---:|---:|---:|---:|---|---:|",
