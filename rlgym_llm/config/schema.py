@@ -245,6 +245,9 @@ class SFTConfig:
             with no tool call instead of the oracle's action (0: the oracle as it is).
         successful_only: train only on demonstrations that succeed; false clones the teacher's
             behaviour as it is, including its episodes that ran out of turns.
+        lora: train LoRA adapters of `trainer.lora`'s shape (r, alpha, target_modules; its
+            `enabled` is RL's own switch) instead of every weight, merged into the weights before
+            they are saved: a warm-up in the memory of RL with LoRA (no AdamW state per weight).
     """
 
     enabled: bool = True
@@ -256,6 +259,7 @@ class SFTConfig:
     init: str | None = None
     idle_prob: float = 0.0
     successful_only: bool = True
+    lora: bool = False
 
     def __post_init__(self) -> None:
         _at_least_one(self, "episodes", "steps", "batch_size")

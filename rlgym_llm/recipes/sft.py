@@ -81,6 +81,8 @@ def warm_up(
     if not any(t.reward > 0 for t in demos):
         raise ConfigError(["the oracle solved none of the SFT episodes; check env.oracle and env.max_turns"])
     pad = tokenizer.pad_token_id or 0
+    if cfg.sft.lora:
+        model = parts.add_lora(model, cfg.trainer.lora)
     with progress.phase("SFT steps", cfg.sft.steps) as shown:
         step = lambda i, loss: shown.advance(status=f"loss {loss:.3f}")  # noqa: E731
         losses = sft(
@@ -95,6 +97,8 @@ def warm_up(
             compute=on,
             lr_schedule=cfg.sft.lr_schedule,
         )
+    if cfg.sft.lora:  # the saved warm-up is a plain model: RL (with or without LoRA) starts from it
+        model = model.merge_and_unload()
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     demo_success = sum(t.reward > 0 for t in demos) / len(demos)
