@@ -237,6 +237,8 @@ class SFTConfig:
         episodes: oracle episodes to render (seeds from the env's train_seed_start upward).
         steps: optimizer steps.
         batch_size: trajectories per step.
+        micro_batch_size: trajectories per forward/backward pass, their gradients accumulated into
+            the step (the same step at a micro-batch's activation memory); null: the whole batch.
         lr: AdamW learning rate.
         lr_schedule: `constant`, or `cosine`: from `lr` down to 0 at the last step (a clone that
             has just learned something is not shaken by full-size late steps).
@@ -254,6 +256,7 @@ class SFTConfig:
     episodes: int = 256
     steps: int = 60
     batch_size: int = 16
+    micro_batch_size: int | None = None
     lr: float = 1e-3
     lr_schedule: Literal["constant", "cosine"] = "constant"
     init: str | None = None
@@ -264,6 +267,8 @@ class SFTConfig:
     def __post_init__(self) -> None:
         _at_least_one(self, "episodes", "steps", "batch_size")
         problems = [] if self.lr > 0 else [f"lr must be > 0, got {self.lr} (e.g. 1e-3)"]
+        if self.micro_batch_size is not None and self.micro_batch_size < 1:
+            problems.append(f"micro_batch_size must be >= 1 (or null), got {self.micro_batch_size}")
         if not 0.0 <= self.idle_prob < 1.0:
             problems.append(f"idle_prob must be in [0, 1), got {self.idle_prob} (e.g. 0.3)")
         if problems:

@@ -96,6 +96,7 @@ def warm_up(
             on_step=step,
             compute=on,
             lr_schedule=cfg.sft.lr_schedule,
+            micro_batch_size=cfg.sft.micro_batch_size,
         )
     if cfg.sft.lora:  # the saved warm-up is a plain model: RL (with or without LoRA) starts from it
         model = model.merge_and_unload()

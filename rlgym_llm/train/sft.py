@@ -142,14 +142,21 @@ def oracle_trajectories(
     return [t for t in trajs if not t.failed and (not successful_only or t.reward > 0)]
 
 
-def sft_loss(model: Any, batch: TrainBatch, compute: Compute | None = None) -> torch.Tensor:
-    """Token-mean negative log-likelihood of the loss-masked (assistant) tokens."""
+def sft_loss(
+    model: Any, batch: TrainBatch, compute: Compute | None = None, tokens: float | None = None
+) -> torch.Tensor:
+    """Token-mean negative log-likelihood of the loss-masked (assistant) tokens.
+
+    `tokens`: the divisor, when `batch` is one micro-batch of a larger batch (that batch's loss-masked
+    token count, so that the micro-batches' losses sum to the whole batch's token mean); default
+    this batch's own count."""
     compute = compute or Compute.of(model)
     batch = batch.to(compute.device)
     # log p(token_t | tokens_<t) of the assistant tokens, with the LM head over those positions only
     with compute.autocast():
         logp = masked_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).logp
-    return -(logp * batch.loss_mask).sum() / batch.loss_mask.sum().clamp(min=1)
+    divisor = batch.loss_mask.sum().clamp(min=1) if tokens is None else max(tokens, 1.0)
+    return -(logp * batch.loss_mask).sum() / divisor
 
 
 def sft(
@@ -163,16 +170,24 @@ def sft(
     on_step: Callable[[int, float], None] | None = None,
     compute: Compute | None = None,
     lr_schedule: str = "constant",
+    micro_batch_size: int | None = None,
 ) -> list[float]:
     """Fine-tune `model` on `trajectories` (AdamW, gradient clipping at 1.0).
 
     `lr_schedule`: `constant`, or `cosine` (step i of n at lr * (1 + cos(pi * i / n)) / 2).
+
+    `micro_batch_size`: trajectories per forward/backward pass; their gradients accumulate into the
+    step of `batch_size` (the same token-mean loss and step, at the activation memory of a
+    micro-batch). None: the whole batch in one pass.
 
     `compute` is the device and compute dtype (default: float32 where `model`'s weights are).
 
     Returns:
         The loss of every step.
     """
+    if micro_batch_size is not None and micro_batch_size < 1:
+        raise ValueError(f"micro_batch_size must be >= 1 (or None), got {micro_batch_size}")
+    micro = micro_batch_size or batch_size
     rng = random.Random(seed)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr)
@@ -188,15 +203,19 @@ def sft(
         idx, order = order[:batch_size], order[batch_size:]
         chosen = [trajectories[i] for i in idx]
         masks = [np.asarray(t.loss_mask, dtype=np.float32) for t in chosen]
-        batch = TrainBatch.from_trajectories(chosen, masks, pad_id)
+        tokens = float(sum(m.sum() for m in masks))
         for group in optimizer.param_groups:
             group["lr"] = lr * factor(step)
         optimizer.zero_grad(set_to_none=True)
-        loss = sft_loss(model, batch, compute)
-        loss.backward()
+        loss = 0.0
+        for a in range(0, len(chosen), micro):
+            part = TrainBatch.from_trajectories(chosen[a : a + micro], masks[a : a + micro], pad_id)
+            part_loss = sft_loss(model, part, compute, tokens=tokens)
+            part_loss.backward()
+            loss += float(part_loss.detach())
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(loss)
         if on_step is not None:
             on_step(step, losses[-1])
     model.eval()

@@ -163,3 +163,44 @@ def test_an_unknown_sft_schedule_is_a_config_error():
 
     with pytest.raises(ConfigError, match="lr_schedule"):
         load_config("train", ["sft.lr_schedule=linear"])
+
+
+@pytest.mark.parametrize("micro", [1, 3])
+def test_sft_micro_batches_take_the_whole_batchs_step(micro, tiny_model_dir, monkeypatch):
+    """Micro-batches accumulate into the step of the whole batch: the same token-mean loss and the
+    same gradient at each step (up to float summation order), at a micro-batch's activation memory.
+    Trajectories of different lengths, so a mean per micro-batch would differ."""
+    import torch
+    from batches import make_trajectories
+    from transformers import AutoModelForCausalLM
+
+    from rlgym_llm.train.sft import sft
+
+    trajs = make_trajectories(AutoModelForCausalLM.from_pretrained(tiny_model_dir), n=4, seed=4)
+    assert len({int(sum(t.loss_mask)) for t in trajs}) > 1  # unequal token counts per trajectory
+    grads: list[list[torch.Tensor]] = []
+    step = torch.optim.AdamW.step
+
+    def recording(self, *a, **k):  # the gradient each optimizer step takes
+        grads.append([p.grad.detach().clone() for g in self.param_groups for p in g["params"]])
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", recording)
+    losses = []
+    for m in (None, micro):
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        losses.append(sft(model, trajs, pad_id=0, steps=2, batch_size=4, lr=1e-3, micro_batch_size=m))
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+    whole, parts = grads[:2], grads[2:]
+    for w, p in zip(whole, parts, strict=True):
+        assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(w, p, strict=True))
+    assert any(float(g.abs().max()) > 1e-3 for g in whole[0])  # a real gradient, not zeros
+
+
+def test_an_sft_micro_batch_below_one_is_a_config_error():
+    from rlgym_llm.config import load_config
+    from rlgym_llm.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="micro_batch_size must be >= 1"):
+        load_config("train", ["sft.micro_batch_size=0"])
+    assert load_config("train", ["sft.micro_batch_size=2"]).sft.micro_batch_size == 2
