@@ -67,7 +67,9 @@ def load_weights(model: Any, path: Path, merge: bool = True) -> Any:
     step = _step(path)
     if step is None:
         raise ConfigError([f"`{path}` holds no model folder and no complete step_* checkpoint"])
-    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu").get("model")
+    # mmap: the checkpoint's tensors are read from the file as they are copied into the model, not
+    # first loaded whole (its optimizer state included) beside the run's own weights
+    state = torch.load(step / "trainer.pt", weights_only=False, map_location="cpu", mmap=True).get("model")
     if state is None:  # trainer.strategy=fsdp: the weights are sharded under dcp/, read whole here
         from rlgym_llm.train.strategy import read_sharded_model
 
