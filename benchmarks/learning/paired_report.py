@@ -9,6 +9,11 @@ sampling seeds). The unit is the run (a seed): the paired difference after - bef
 bootstrap and a paired t interval over runs (`rlgym_llm.eval.paired_seed_comparison`); a gain is
 claimed only when both intervals lie above 0. The report states the distinct test tasks and the
 episodes of each measure, the start (the warm-up each run made) and the wall time.
+
+Where the runs' summaries hold per-task outcomes (`outcomes`, written since 2026-12-07), the report
+also takes the **task** as the unit: each (run, task) cell is the task's success after minus before
+in that run (several episodes of a task are one cell), and a two-way bootstrap resamples the runs and
+the tasks together, so the interval covers the draw of the test tasks as well as the seeds.
 Writes `<out>.md` and `<out>.json`.
 """
 
@@ -22,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rlgym_llm.eval import paired_seed_comparison
 
@@ -49,7 +56,32 @@ def load(folder: Path) -> dict[str, Any]:
         "train_success_first": s.get("train_success_first"),
         "train_success_last": s.get("train_success_last"),
         "wall_s": s.get("total_wall_s", s.get("wall_s")),
+        "outcomes": (before.get("outcomes"), after.get("outcomes")),
     }
+
+
+def task_unit_interval(
+    outcomes: list[tuple[dict[str, list[int]], dict[str, list[int]]]], n_boot: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
+    """The gain with the task as the unit: `cells[r, t]` = task t's success after minus before in run
+    r (the mean of its episodes); the mean over cells, and a 95 % percentile interval of a two-way
+    bootstrap that resamples runs and tasks independently (rows and columns of `cells`).
+
+    Raises:
+        ValueError: the runs measured different tasks, or a run's before and after differ in tasks.
+    """
+    keys = sorted(outcomes[0][0])
+    for b, a in outcomes:
+        if sorted(b) != keys or sorted(a) != keys:
+            raise ValueError("the runs' before/after measures hold different test tasks")
+    cells = np.array([[np.mean(a[k]) - np.mean(b[k]) for k in keys] for b, a in outcomes])
+    rng = np.random.default_rng(seed)
+    runs, tasks = cells.shape
+    means = np.array(
+        [cells[np.ix_(rng.integers(0, runs, runs), rng.integers(0, tasks, tasks))].mean() for _ in range(n_boot)]
+    )
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"diff": float(cells.mean()), "low": float(low), "high": float(high), "runs": runs, "tasks": tasks}
 
 
 def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, dict[str, Any]]:
@@ -66,8 +98,9 @@ def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, d
         f"{sft.get('steps')} steps (loss {sft.get('loss_first', float('nan')):.3f} -> "
         f"{sft.get('loss_last', float('nan')):.3f} for the first run). Success is measured on the **test pool** "
         "(content no warm-up or RL step sees), the same tasks and sampling seeds before and after RL. "
-        "The interval is over seeds (the runs); every run measures the same test tasks, so it does not "
-        "cover the draw of those tasks.",
+        "The paired interval is over seeds (the runs); every run measures the same test tasks, so it "
+        "does not cover the draw of those tasks (the task-unit interval below does, where the runs kept "
+        "per-task outcomes).",
         "",
         "| seed | before RL | after | gain | distinct test tasks | episodes | training success first -> last 3 | wall s |",
         "|---:|---:|---:|---:|---:|---:|---|---:|",
@@ -85,7 +118,27 @@ def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, d
         + ("**Gain: both intervals above 0.**" if gain else "**No significant gain** (both intervals above 0: False)."),
         "",
     ]
-    data = {"title": title, "command": command, "runs": rows, "paired": dataclasses.asdict(cmp), "gain": gain}
+    per_task = [r["outcomes"] for r in rows]
+    by_task = None
+    if all(b and a for b, a in per_task):
+        by_task = task_unit_interval(per_task)
+        lines += [
+            f"Task as the unit ({by_task['tasks']} distinct test tasks x {by_task['runs']} runs; two-way "
+            f"bootstrap over runs and tasks): mean {by_task['diff']:+.3f}, 95% CI [{by_task['low']:+.3f}, "
+            f"{by_task['high']:+.3f}].",
+            "",
+        ]
+    else:
+        lines += ["Task as the unit: not computed (these runs' summaries hold no per-task outcomes).", ""]
+    runs = [{k: v for k, v in r.items() if k != "outcomes"} for r in rows]
+    data = {
+        "title": title,
+        "command": command,
+        "runs": runs,
+        "paired": dataclasses.asdict(cmp),
+        "gain": gain,
+        "task_unit": by_task,
+    }
     return "\n".join(lines), data
 
 

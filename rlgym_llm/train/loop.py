@@ -117,10 +117,12 @@ def evaluate(
     seeds: Sequence[int],
     max_failed_share: float = 1.0,
     progress: ProgressReporter | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Mean success and reward of one sampled episode per held-out seed, with the distinct tasks
     (`tasks`: seeds that draw the same task count once) and `episodes` they are measured on (those
-    that did not fail; `failed` counts the others), and `voided`, the episodes whose grade the env voided.
+    that did not fail; `failed` counts the others), `voided`, the episodes whose grade the env voided,
+    and `outcomes`: each distinct task's successes (1/0 per episode, in seed order), so that an
+    interval can take the task as its unit (`benchmarks/learning/paired_report.py`).
 
     Raises:
         TooManyFailuresError: more than `max_failed_share` of the episodes failed.
@@ -130,6 +132,9 @@ def evaluate(
     trajs = run_shown(manager, list(seeds), progress, "held-out eval")
     check_failures(trajs, max_failed_share, "held-out evaluation", "trainer.max_failed_share")
     ok = [t for t in trajs if not t.failed]
+    outcomes: dict[str, list[int]] = {}
+    for t in ok:
+        outcomes.setdefault(task_key(t), []).append(int(t.reward > 0))
     return {
         "success": float(np.mean([t.reward > 0 for t in ok])) if ok else 0.0,
         "reward": float(np.mean([t.reward for t in ok])) if ok else 0.0,
@@ -137,6 +142,7 @@ def evaluate(
         "tasks": len({task_key(t) for t in ok}),
         "episodes": len(ok),
         "voided": sum(t.voided for t in trajs),
+        "outcomes": outcomes,
     }
 
 
@@ -375,6 +381,7 @@ def train(
     seeded = run.rollouts.policy if isinstance(run.rollouts.policy, SeededPolicy) else None
     seeding = "episode" if isinstance(run.rollouts.policy, EpisodeSeededPolicy) else "calls"
     state: dict[str, Any] = {"step": 0, "before": None}
+    last_outcomes: dict[str, list[int]] | None = None  # the per-task outcomes of this call's latest curve point
     # every rank loads the checkpoint rank 0 found (the run folder is on storage they share)
     found = dist.broadcast(checkpoint.latest(ckpt_dir) if resume and main else None)
     resumed_from = None
@@ -447,6 +454,8 @@ def train(
                     stop.release()
                     if cfg.eval_every and evaluating and curve is not None and done % cfg.eval_every == 0:
                         held_out = evaluate(curve, test_seeds, cfg.max_failed_share, run.progress)
+                        # the step record keeps the curve's numbers; per-task outcomes only in summary.json
+                        last_outcomes = held_out.pop("outcomes")
                         record.update({f"eval_{k}": v for k, v in held_out.items()})
                     stop.hold()  # a record and a checkpoint are written whole
                     if logged is not None:
@@ -485,6 +494,8 @@ def train(
         if "eval_success" in last and last["step"] == cfg.steps and curve is run.eval_rollouts:
             keys = ("success", "reward", "failed", "tasks", "episodes", "voided")
             after = {k: last[f"eval_{k}"] for k in keys if f"eval_{k}" in last}
+            if last_outcomes is not None:  # measured in this call (a resumed run's last record has none)
+                after["outcomes"] = last_outcomes
         else:
             after = evaluate(run.eval_rollouts, test_seeds, cfg.max_failed_share, run.progress)
     return {

@@ -234,3 +234,10 @@ def test_periodic_held_out_evaluation_lands_in_the_records_and_ends_the_run(part
     # the last periodic evaluation is the "after" measurement: same seeds, same weights, not re-run
     assert summary["after"]["success"] == records[-1]["eval_success"]
     assert summary["before"] is not None
+    # per-task outcomes (the task as an interval's unit) reach the summary, not the step records
+    for measure in (summary["before"], summary["after"]):
+        outcomes = measure["outcomes"]
+        assert len(outcomes) == measure["tasks"] and sum(map(len, outcomes.values())) == measure["episodes"]
+        flat = [x for xs in outcomes.values() for x in xs]
+        assert set(flat) <= {0, 1} and sum(flat) / len(flat) == pytest.approx(measure["success"])
+    assert not any(k.startswith("eval_outcomes") for r in records for k in r)
