@@ -29,6 +29,10 @@ def bench(tmp_path, monkeypatch):
     # code is what is tested, so any stored learning.json with per-run results serves
     stored = ROOT / "benchmarks" / "results" / "learning" / "archive" / "learning.json"
     shutil.copy(stored, results / "learning.json")
+    # the archived Counter runs cloned the noisy teacher; the report merges stored runs only under the
+    # warm-up they were made with, so the spec takes theirs here (the shipped spec clones the oracle)
+    archived = json.loads(stored.read_text())["envs"]["counter"]["sft"]
+    monkeypatch.setitem(module.ENVS, "counter", dataclasses.replace(module.ENVS["counter"], sft=archived))
     monkeypatch.setattr(module, "RESULTS", results)
     monkeypatch.setattr(module, "RUNS", tmp_path / "no_runs")  # only the stored per-run results
     return module, results
@@ -136,3 +140,27 @@ def test_stored_seeds_and_finished_run_folders_merge_and_other_envs_are_kept(ben
     lines = [v for v in module.verdicts({"envs": {"counter": merged}}) if v.startswith("counter: spa vs GRPO")]
     assert len(lines) == 1 and "over 3 paired seeds (of 4: not enough for a verdict" in lines[0]
     assert "no significant difference" not in lines[0] and "beats" not in lines[0]
+
+
+def test_the_grid_runs_only_the_named_methods_seed_major(bench, tmp_path, monkeypatch):
+    module, _ = bench
+    monkeypatch.setattr(module, "RUNS", tmp_path / "runs")
+    warm = module.sft_dir("ladder") / "sft_model"
+    warm.mkdir(parents=True)
+    (warm / "config.json").write_text("{}")  # the warm-up exists: no `rlgym sft` runs
+    cells = []
+    monkeypatch.setattr(module, "_locked_run", lambda spec, method, seed: cells.append((method, seed)))
+    module.grid(["ladder"], jobs=1, methods=["grpo", "gigpo"])
+    seeds = module.ENVS["ladder"].seeds
+    assert cells == [(m, s) for s in seeds for m in ("grpo", "gigpo")]  # every seed, no spa
+    cells.clear()
+    module.grid(["ladder"], jobs=1)  # the control: every method
+    assert {m for m, _ in cells} == {"grpo", "gigpo", "spa"}
+
+
+def test_stored_runs_of_another_warm_up_are_not_merged(bench, monkeypatch):
+    module, results = bench
+    shipped = dataclasses.replace(module.ENVS["counter"], sft=["sft.episodes=512", "sft.steps=200"])
+    monkeypatch.setitem(module.ENVS, "counter", shipped)  # not the archived runs' noisy teacher
+    out = module.report(["counter"])
+    assert not out["envs"]["counter"]["methods"]  # none of the archived runs counts under it

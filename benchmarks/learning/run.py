@@ -85,7 +85,9 @@ TESTBED_BUDGET = {
     "group_size": 8,
     "eval_tasks": 32,
     "eval_every": 4,
-    "sft": ["sft.episodes=256", "sft.steps=80", "sft.batch_size=8", "sft.successful_only=false"],
+    # configs/env_train/<testbed>.yaml's honest warm-up: the env's oracle on train-pool tasks, successful
+    # episodes only (issue 31)
+    "sft": ["sft.episodes=256", "sft.steps=80", "sft.batch_size=8", "sft.successful_only=true"],
     "seeds": tuple(range(8)),
 }
 
@@ -100,9 +102,10 @@ ENVS: dict[str, EnvSpec] = {
         group_size=8,
         eval_tasks=64,
         eval_every=5,
-        # the main job's warm-up: a noisy teacher (half of its turns idle), cloned as it is
-        sft=["sft.episodes=512", "sft.steps=200", "sft.idle_prob=0.5", "sft.successful_only=false"],
-        paper="the default demo env, where the tiny model does learn: every method on the same footing",
+        # configs/env_train/counter.yaml's warm-up: the oracle, successful episodes only (the noisy
+        # teacher it cloned before issue 31 planted idle turns for RL to remove)
+        sft=["sft.episodes=512", "sft.steps=200", "sft.idle_prob=0.0", "sft.successful_only=true"],
+        paper="a toy env: every method on the same footing",
     ),
     "search": EnvSpec(
         "search",
@@ -145,7 +148,7 @@ ENVS: dict[str, EnvSpec] = {
         paper="GiGPO (step groups) and SPA-RL (step attribution) target ALFWorld/WebShop-style app navigation",
     ),
     # The testbeds (docs/testbeds.md), each built so that its paper predicts a difference; 8 seeds each.
-    # Warm-ups clone the env's noisy teacher (configs/env_train/<env>.yaml); held-out success on 32 tasks
+    # Warm-ups clone the env's oracle (configs/env_train/<env>.yaml); held-out success on 32 test-pool tasks
     # before and after 4 RL steps, sampled at temperature 1.
     "ladder": EnvSpec(
         "ladder",
@@ -307,7 +310,9 @@ def is_complete(path: Path, steps: int) -> bool:
     return sum(1 for line in metrics.read_text().splitlines() if line.strip()) >= steps
 
 
-def grid(envs: list[str], jobs: int) -> None:
+def grid(envs: list[str], jobs: int, methods: list[str] | None = None) -> None:
+    """The warm-ups, then every (env, method, seed) cell not yet finished; `methods`: only these
+    methods' cells (a grid split over sessions: the report compares what has finished)."""
     specs = [ENVS[e] for e in envs]
     todo_sft = [s for s in specs if not (sft_dir(s.name) / "sft_model" / "config.json").exists()]
     with ThreadPoolExecutor(jobs) as pool:
@@ -318,7 +323,7 @@ def grid(envs: list[str], jobs: int) -> None:
         for seed in sorted({x for s in specs for x in s.seeds})
         for s in specs
         for m in s.methods
-        if seed in s.seeds and not is_complete(run_dir(s.name, m, seed), s.steps)
+        if seed in s.seeds and (methods is None or m in methods) and not is_complete(run_dir(s.name, m, seed), s.steps)
     ]
     print(f"{len(todo)} runs to do", flush=True)
     with ThreadPoolExecutor(jobs) as pool:
@@ -622,6 +627,8 @@ def write(results: dict, command: str) -> None:
         "",
         "Each method starts from the same per-env SFT warm-up checkpoint and gets the same budget as GRPO on",
         "that env; only `credit=` and `seed=` differ. Success = share of episodes with reward > 0.",
+        "Held-out = the env's **test** split: tasks whose content (prompt and hidden task) no warm-up or RL",
+        "step ever sees (each env's docs say how it splits). Start: each env's warm-up, named in its section.",
         "Statistics (`rlgym_llm.eval.paired_seed_comparison`): the seed is the unit. Each run is summarised by",
         "one number per metric (training success over the last half of the steps; the area under its",
         "training-success curve; held-out success after RL and the area under the held-out curve where the",
@@ -814,10 +821,11 @@ def main() -> int:
     p.add_argument("what", nargs="?", default="all", choices=["all", "grid", "report"])
     p.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (each uses one torch thread)")
+    p.add_argument("--methods", nargs="+", default=None, help="grid: only these methods' runs (default: all)")
     args = p.parse_args()
     if args.what in ("all", "grid"):
         stop_on_signal()
-        grid(args.envs, args.jobs)
+        grid(args.envs, args.jobs, args.methods)
     if args.what in ("all", "report"):
         write(report(args.envs), "python benchmarks/learning/run.py " + " ".join(sys.argv[1:] or ["all"]))
         print((RESULTS / "learning.md").read_text())
