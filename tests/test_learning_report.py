@@ -159,8 +159,51 @@ def test_the_grid_runs_only_the_named_methods_seed_major(bench, tmp_path, monkey
 
 
 def test_stored_runs_of_another_warm_up_are_not_merged(bench, monkeypatch):
-    module, results = bench
+    module, _ = bench
     shipped = dataclasses.replace(module.ENVS["counter"], sft=["sft.episodes=512", "sft.steps=200"])
     monkeypatch.setitem(module.ENVS, "counter", shipped)  # not the archived runs' noisy teacher
     out = module.report(["counter"])
     assert not out["envs"]["counter"]["methods"]  # none of the archived runs counts under it
+
+
+def test_a_claim_takes_the_task_as_a_unit_where_runs_kept_outcomes(bench):
+    """Every seed says the method is better by 0.25, but the gain is one task of four: the seeds
+    agree, the tasks do not, so the task-unit interval reaches 0 and the claim is not reproduced.
+    The control: the same gain spread over every task is reproduced."""
+    module, _ = bench
+
+    def runs(after_by_task, shift=0.0):
+        return [
+            {
+                "seed": s,
+                "success_per_step": [0.3],
+                "heldout": [[0, 0.3], [8, sum(after_by_task.values()) / 4 + shift * s]],
+                "wall_s": 1.0,
+                "outcomes_after": {k: [v] for k, v in after_by_task.items()},
+            }
+            for s in range(8)
+        ]
+
+    base = runs({"a": 0, "b": 0, "c": 1, "d": 1}, shift=0.001)
+    one_task = module.claim_verdict(
+        {"gigpo": runs({"a": 1, "b": 0, "c": 1, "d": 1}, 0.002), "grpo": base}, "gigpo", "grpo", "x"
+    )
+    assert one_task["heldout_end"]["low"] > 0 and one_task["heldout_end"]["t_low"] > 0  # over seeds: a gain
+    by_task = one_task["heldout_end_by_task"]
+    assert (by_task["tasks"], by_task["runs"]) == (4, 8) and by_task["point"] == pytest.approx(0.25)
+    assert by_task["low"] == 0.0 and one_task["verdict"] == "not reproduced"
+
+    def even(end, outcome, shift):  # the same success on every task
+        return [
+            {**r, "outcomes_after": {k: outcome for k in "abcd"}}
+            for r in runs({"a": end, "b": 0, "c": 0, "d": 0}, shift)
+        ]
+
+    spread = module.claim_verdict(
+        {"gigpo": even(3.0, [1, 1, 1, 0], 0.002), "grpo": even(2.0, [1, 0], 0.001)}, "gigpo", "grpo", "x"
+    )  # held-out 0.75 vs 0.5 on every seed, +0.25 on every task
+    assert spread["heldout_end"]["diff"] == pytest.approx(0.25 + 0.0035)
+    assert spread["heldout_end_by_task"]["low"] == pytest.approx(0.25) and spread["verdict"] == "reproduced"
+    # runs without outcomes keep the seed-unit verdict and say so
+    bare = [{k: v for k, v in r.items() if k != "outcomes_after"} for r in base]
+    assert module.claim_verdict({"gigpo": bare, "grpo": bare}, "gigpo", "grpo", "x")["heldout_end_by_task"] is None

@@ -28,9 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from rlgym_llm.eval import paired_seed_comparison
+from rlgym_llm.eval import paired_seed_comparison, run_task_bootstrap, task_outcome_cells
 
 
 def load(folder: Path) -> dict[str, Any]:
@@ -65,23 +63,15 @@ def task_unit_interval(
 ) -> dict[str, Any]:
     """The gain with the task as the unit: `cells[r, t]` = task t's success after minus before in run
     r (the mean of its episodes); the mean over cells, and a 95 % percentile interval of a two-way
-    bootstrap that resamples runs and tasks independently (rows and columns of `cells`).
+    bootstrap that resamples runs and tasks independently (`rlgym_llm.eval.run_task_bootstrap`).
+    `outcomes`: per run, (before, after) maps of task key -> 1/0 per episode.
 
     Raises:
         ValueError: the runs measured different tasks, or a run's before and after differ in tasks.
     """
-    keys = sorted(outcomes[0][0])
-    for b, a in outcomes:
-        if sorted(b) != keys or sorted(a) != keys:
-            raise ValueError("the runs' before/after measures hold different test tasks")
-    cells = np.array([[np.mean(a[k]) - np.mean(b[k]) for k in keys] for b, a in outcomes])
-    rng = np.random.default_rng(seed)
-    runs, tasks = cells.shape
-    means = np.array(
-        [cells[np.ix_(rng.integers(0, runs, runs), rng.integers(0, tasks, tasks))].mean() for _ in range(n_boot)]
-    )
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"diff": float(cells.mean()), "low": float(low), "high": float(high), "runs": runs, "tasks": tasks}
+    cells = task_outcome_cells([(a, b) for b, a in outcomes])
+    ci = run_task_bootstrap(cells, reps=n_boot, seed=seed)
+    return {"diff": ci.point, "low": ci.low, "high": ci.high, "runs": cells.shape[0], "tasks": cells.shape[1]}
 
 
 def report(rows: list[dict[str, Any]], title: str, command: str) -> tuple[str, dict[str, Any]]:

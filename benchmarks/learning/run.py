@@ -392,6 +392,8 @@ def _run_from_disk(spec: EnvSpec, method: str, seed: int) -> dict | None:
         "cpu_s": float(cpu.read_text()) if (cpu := path.with_suffix(".cpu")).exists() else None,
         # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
         "heldout_failed": sum((summary.get(k) or {}).get("failed", 0) for k in ("before", "after")),
+        # per test task, 1/0 per episode after RL: the task-unit interval of a claim (runs since 2026-12-07)
+        "outcomes_after": (summary.get("after") or {}).get("outcomes"),
         **heldout_size(summary),
     }
 
@@ -540,10 +542,11 @@ def claim_verdict(
     runs: dict[str, list[dict]], method: str, baseline: str, claim: str, needed: int = len(TESTBED_BUDGET["seeds"])
 ) -> dict:
     """A paper's claim on a testbed: `reproduced` when the method's held-out success after RL beats the
-    baseline's (paired over seeds, the bootstrap and the t interval both above 0), `reversed` when both
-    lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it.
+    baseline's (paired over seeds, the bootstrap and the t interval both above 0, and, where the runs
+    kept per-task outcomes, the two-way bootstrap over seeds and test tasks too), `reversed` when they
+    all lie below 0, else `not reproduced`; with the AUC comparison, collapse shares and compute beside it.
     With fewer than `needed` paired seeds the intervals are reported but no verdict is given."""
-    from rlgym_llm.eval.metrics import paired_seed_comparison
+    from rlgym_llm.eval.metrics import paired_seed_comparison, run_task_bootstrap, task_outcome_cells
 
     out: dict = {"method": method, "baseline": baseline, "claim": claim}
     mine = {r["seed"]: r for r in runs.get(method, [])}
@@ -567,14 +570,28 @@ def claim_verdict(
         b = [_summaries(theirs[s])[key] for s in seeds]
         if all(v is not None for v in a + b):
             out[key] = paired_seed_comparison(a, b).to_dict()
+    # the task as the unit: (seed, task) cells of the method's minus the baseline's success after RL,
+    # a two-way bootstrap over seeds and tasks (the test tasks are the same in every run)
+    pairs = [(mine[s].get("outcomes_after"), theirs[s].get("outcomes_after")) for s in seeds]
+    by_task = None
+    if all(a and b for a, b in pairs):
+        try:
+            cells = task_outcome_cells(pairs)
+        except ValueError:  # runs measured on different tasks: no task-unit interval
+            cells = None
+        if cells is not None:
+            by_task = run_task_bootstrap(cells).to_dict() | {"runs": cells.shape[0], "tasks": cells.shape[1]}
+    out["heldout_end_by_task"] = by_task
     c = out.get("heldout_end")
+    above = by_task is None or by_task["low"] > 0  # where the task-unit interval exists, it must agree
+    below = by_task is None or by_task["high"] < 0
     if c is None:
         out["verdict"] = "no held-out measure"
     elif len(seeds) < needed:
         out["verdict"] = f"{len(seeds)} of {needed} paired seeds: not enough for a verdict"
-    elif c["low"] > 0 and c["t_low"] > 0:
+    elif c["low"] > 0 and c["t_low"] > 0 and above:
         out["verdict"] = "reproduced"
-    elif c["high"] < 0 and c["t_high"] < 0:
+    elif c["high"] < 0 and c["t_high"] < 0 and below:
         out["verdict"] = "reversed"
     else:
         out["verdict"] = "not reproduced"
@@ -610,6 +627,12 @@ def _vs(c: dict | None) -> str:
     if not c:
         return "-"
     return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] (t [{c['t_low']:+.3f}, {c['t_high']:+.3f}]), MDD {c['mdd']:.3f}"
+
+
+def _by_task(c: dict | None) -> str:
+    if not c:
+        return "- (runs without per-task outcomes)"
+    return f"{c['point']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] ({c['tasks']} tasks x {c['runs']} seeds)"
 
 
 def write(results: dict, command: str) -> None:
@@ -648,22 +671,24 @@ def write(results: dict, command: str) -> None:
             "",
             "Primary metric: held-out success after RL (32 held-out episodes, one per held-out seed, sampled at",
             "temperature 1; seeds that drew the same task are one task: each testbed's section states its distinct tasks), paired over",
-            "seeds: diff [bootstrap 95% CI] (paired t 95%). `reproduced`: both intervals above 0; `reversed`: both",
+            "seeds: diff [bootstrap 95% CI] (paired t 95%); with the task as the unit: (seed, test task) cells, a",
+            "two-way bootstrap over seeds and tasks. `reproduced`: every interval above 0; `reversed`: every one",
             "below; else `not reproduced`. Collapse: held-out success after RL below half of its start. CPU:",
             "user + system seconds of one run's process (a warm-up is shared and not counted; SPA's exploration",
             "and IGPO's scoring passes are inside the run). A held-out episode that fails (past the rollout's 600 s",
             "episode timeout, on an overloaded machine) is left out of success; the failed ones are counted.",
             "",
-            "| testbed | claim | seeds | held-out after, diff | held-out AUC, diff | collapse (method / baseline)"
-            " | CPU s per run (method / baseline) | held-out episodes failed (method / baseline) | verdict |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| testbed | claim | seeds | held-out after, diff | the same, task as the unit | held-out AUC, diff"
+            " | collapse (method / baseline) | CPU s per run (method / baseline)"
+            " | held-out episodes failed (method / baseline) | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, c in claims:
             m, b = c[c["method"]], c[c["baseline"]]
             fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)  # noqa: E731
             lines.append(
                 f"| {name} | {c['claim']} ({c['method']} vs {c['baseline']}) | {len(c['seeds'])} |"
-                f" {_vs(c.get('heldout_end'))} | {_vs(c.get('heldout_auc'))} |"
+                f" {_vs(c.get('heldout_end'))} | {_by_task(c.get('heldout_end_by_task'))} | {_vs(c.get('heldout_auc'))} |"
                 f" {fmt(m['collapse_share'])} / {fmt(b['collapse_share'])} |"
                 f" {fmt(m['cpu_s_per_run'], '{:.0f}')} / {fmt(b['cpu_s_per_run'], '{:.0f}')} |"
                 f" {m.get('heldout_failed', '-')} / {b.get('heldout_failed', '-')} | **{c['verdict']}** |"

@@ -17,7 +17,7 @@ episodes of 5 distinct tasks is that of 5 scores.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -337,6 +337,41 @@ def seed_mean_interval(
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"values must be 1-D and non-empty, got shape {x.shape}")
     boot = x[np.random.default_rng(0).integers(0, x.size, size=(reps, x.size))].mean(axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return Interval(float(x.mean()), float(low), float(high), confidence)
+
+
+def task_outcome_cells(
+    pairs: Sequence[tuple[Mapping[str, Sequence[int]], Mapping[str, Sequence[int]]]],
+) -> np.ndarray:
+    """The (run, task) matrix of a paired comparison from per-task outcomes: for each run (a seed), a
+    pair of `{task key: [1/0 per episode]}` maps, A and B (after and before RL, or a method and its
+    baseline on the same seed); cell = task's success in A minus in B (its episodes averaged: one
+    task is one unit however many samples it had). Tasks in sorted key order.
+
+    Raises:
+        ValueError: the runs, or A and B of one run, measured different tasks.
+    """
+    if not pairs:
+        raise ValueError("no runs")
+    keys = sorted(pairs[0][0])
+    for a, b in pairs:
+        if sorted(a) != keys or sorted(b) != keys:
+            raise ValueError("the runs' measures hold different test tasks")
+    return np.array([[np.mean(a[k]) - np.mean(b[k]) for k in keys] for a, b in pairs], dtype=np.float64)
+
+
+def run_task_bootstrap(cells: np.ndarray, *, confidence: float = 0.95, reps: int = 10_000, seed: int = 0) -> Interval:
+    """The mean of a (run, task) matrix with a percentile CI from a two-way bootstrap that resamples
+    runs (rows) and tasks (columns) independently: the interval covers the draw of the test tasks as
+    well as the seeds (an interval over seeds alone holds the tasks fixed)."""
+    x = np.asarray(cells, dtype=np.float64)
+    if x.ndim != 2 or 0 in x.shape:
+        raise ValueError(f"cells must be a non-empty (run, task) matrix, got shape {x.shape}")
+    rng = np.random.default_rng(seed)
+    runs, tasks = x.shape
+    boot = np.array([x[np.ix_(rng.integers(0, runs, runs), rng.integers(0, tasks, tasks))].mean() for _ in range(reps)])
     alpha = 1.0 - confidence
     low, high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return Interval(float(x.mean()), float(low), float(high), confidence)

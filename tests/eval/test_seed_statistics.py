@@ -100,3 +100,22 @@ def test_one_seed_cannot_detect_anything_and_bad_input_is_refused():
         paired_seed_comparison([0.1, 0.2], [0.1])
     iv = seed_mean_interval([0.2, 0.4])
     assert iv.point == pytest.approx(0.3) and (iv.low, iv.high) == pytest.approx((0.2, 0.4))
+
+
+def test_task_outcome_cells_and_the_run_task_bootstrap():
+    import numpy as np
+
+    from rlgym_llm.eval import run_task_bootstrap, task_outcome_cells
+
+    # run 0: task x +1 (two samples after, one before), task y 0; run 1: x 0, y -0.5
+    cells = task_outcome_cells(
+        [({"y": [1], "x": [1, 1]}, {"x": [0], "y": [1]}), ({"x": [1], "y": [0, 1]}, {"x": [1], "y": [1]})]
+    )
+    assert cells.tolist() == [[1.0, 0.0], [0.0, -0.5]]  # columns in sorted key order: x, y
+    ci = run_task_bootstrap(cells, reps=2000)
+    assert ci.point == pytest.approx(0.125) and ci.low < 0.125 < ci.high
+    assert -0.5 <= ci.low and ci.high <= 1.0  # a mean of cells can leave neither end
+    with pytest.raises(ValueError, match="different test tasks"):
+        task_outcome_cells([({"x": [1]}, {"x": [0]}), ({"z": [1]}, {"z": [0]})])
+    with pytest.raises(ValueError, match="non-empty"):
+        run_task_bootstrap(np.zeros((0, 3)))
