@@ -114,7 +114,7 @@ def test_task_outcome_cells_and_the_run_task_bootstrap():
     assert cells.tolist() == [[1.0, 0.0], [0.0, -0.5]]  # columns in sorted key order: x, y
     ci = run_task_bootstrap(cells, reps=2000)
     assert ci.point == pytest.approx(0.125) and ci.low < 0.125 < ci.high
-    assert -0.5 <= ci.low and ci.high <= 1.0  # a mean of cells can leave neither end
+    assert ci.low >= -0.5 and ci.high <= 1.0  # a mean of cells can leave neither end
     with pytest.raises(ValueError, match="different test tasks"):
         task_outcome_cells([({"x": [1]}, {"x": [0]}), ({"z": [1]}, {"z": [0]})])
     with pytest.raises(ValueError, match="non-empty"):
