@@ -207,3 +207,26 @@ def test_a_claim_takes_the_task_as_a_unit_where_runs_kept_outcomes(bench):
     # runs without outcomes keep the seed-unit verdict and say so
     bare = [{k: v for k, v in r.items() if k != "outcomes_after"} for r in base]
     assert module.claim_verdict({"gigpo": bare, "grpo": bare}, "gigpo", "grpo", "x")["heldout_end_by_task"] is None
+
+
+def test_a_claim_at_the_floor_is_untestable_not_a_negative_result(bench):
+    module, _ = bench
+
+    def runs(end, tied):
+        return [
+            {
+                "seed": s,
+                "success_per_step": [0.01],
+                "heldout": [[0, 0.0], [4, end]],
+                "wall_s": 1.0,
+                "zero_variance_share": [tied] * 4,
+            }
+            for s in range(8)
+        ]
+
+    floor = module.claim_verdict({"gated": runs(0.0, 0.95), "dra": runs(0.03, 0.95)}, "gated", "dra", "x")
+    assert floor["verdict"].startswith("untestable here") and "95% of groups tied" in floor["verdict"]
+    # the controls: a measure above the floor, or groups that carry signal, get a verdict as before
+    lifted = module.claim_verdict({"gated": runs(0.0, 0.95), "dra": runs(0.2, 0.95)}, "gated", "dra", "x")
+    mixed = module.claim_verdict({"gated": runs(0.0, 0.5), "dra": runs(0.03, 0.5)}, "gated", "dra", "x")
+    assert not lifted["verdict"].startswith("untestable") and not mixed["verdict"].startswith("untestable")

@@ -538,6 +538,12 @@ def collapsed(run: dict) -> bool:
     return len(held) > 1 and held[-1][1] < 0.5 * held[0][1]
 
 
+FLOOR_SUCCESS = 0.05
+FLOOR_TIED = 0.9
+"""A claim is untestable on runs whose held-out success never exceeds FLOOR_SUCCESS (start and end, both
+methods) while at least FLOOR_TIED of their training groups are tied: no signal for either method."""
+
+
 def claim_verdict(
     runs: dict[str, list[dict]], method: str, baseline: str, claim: str, needed: int = len(TESTBED_BUDGET["seeds"])
 ) -> dict:
@@ -585,8 +591,17 @@ def claim_verdict(
     c = out.get("heldout_end")
     above = by_task is None or by_task["low"] > 0  # where the task-unit interval exists, it must agree
     below = by_task is None or by_task["high"] < 0
+    # a start at the floor gives neither method a signal (its groups are tied): no test of the claim
+    held = [p[1] for s in seeds for r in (mine[s], theirs[s]) for p in (r.get("heldout") or [])]
+    tied = [float(v) for s in seeds for r in (mine[s], theirs[s]) for v in (r.get("zero_variance_share") or [])]
+    floor = bool(held) and max(held) <= FLOOR_SUCCESS and bool(tied) and float(np.mean(tied)) >= FLOOR_TIED
     if c is None:
         out["verdict"] = "no held-out measure"
+    elif floor:
+        out["verdict"] = (
+            f"untestable here: held-out success at the floor (<= {FLOOR_SUCCESS:.2f} at every measure), "
+            f"{np.mean(tied):.0%} of groups tied"
+        )
     elif len(seeds) < needed:
         out["verdict"] = f"{len(seeds)} of {needed} paired seeds: not enough for a verdict"
     elif c["low"] > 0 and c["t_low"] > 0 and above:
