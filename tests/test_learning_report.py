@@ -230,3 +230,24 @@ def test_a_claim_at_the_floor_is_untestable_not_a_negative_result(bench):
     lifted = module.claim_verdict({"gated": runs(0.0, 0.95), "dra": runs(0.2, 0.95)}, "gated", "dra", "x")
     mixed = module.claim_verdict({"gated": runs(0.0, 0.5), "dra": runs(0.03, 0.5)}, "gated", "dra", "x")
     assert not lifted["verdict"].startswith("untestable") and not mixed["verdict"].startswith("untestable")
+
+
+def test_held_out_points_are_the_test_measures_not_the_val_curve(bench, tmp_path, monkeypatch):
+    module, _ = bench
+    monkeypatch.setattr(module, "RUNS", tmp_path / "runs")
+    spec = module.ENVS["twentyq"]
+    folder = module.run_dir("twentyq", "grpo", 0)
+    folder.mkdir(parents=True)
+    records = [
+        {"step": k + 1, "success": 0.5, "skipped_update": False, "failed": 0, "trajectories": 32}
+        | {"zero_variance_share": 0.2, "grpo_equal_share": 1.0}
+        | ({"eval_success": 0.9} if k + 1 == spec.steps else {})  # the val curve's last point
+        for k in range(spec.steps)
+    ]
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    summary = {"before": {"success": 0.3}, "after": {"success": 0.4}, "total_wall_s": 1.0}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    run = module._run_from_disk(spec, "grpo", 0)
+    assert run["heldout"] == [[0, 0.3], [spec.steps, 0.4]]  # test before and after, as the summary says
+    assert run["val_curve"] == [[spec.steps, 0.9]]
+    assert module._summaries(run)["heldout_end"] == 0.4
