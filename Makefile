@@ -58,12 +58,12 @@ format:
 
 # Each demo run gets a new folder, runs/demo-<date>_<time>; when it has finished, runs/demo links to it
 # (`rlgym eval checkpoint=runs/demo`). A runs/demo folder of an earlier Makefile is moved aside, not deleted.
-demo:  ## the main job: tiny model, SFT warm-up on the oracle, then turn-level GRPO on Math-v0; test-pool success before/after
+demo:  ## the main job: SmolLM2-135M, LoRA warm-up on the oracle, then GRPO on Math-v0; test-pool success before/after
 	@set -e; out=runs/demo-$$(date +%Y-%m-%d_%H-%M-%S); \
 	if [ -d runs/demo ] && [ ! -L runs/demo ]; then \
 		mv runs/demo $$out-earlier; echo "runs/demo, an earlier demo's folder, is now $$out-earlier"; fi; \
 	echo "== rlgym train out_dir=$$out"; \
-	$(PY) -m rlgym_llm.cli.main train out_dir=$$out; \
+	$(PY) -m rlgym_llm.cli.main train +experiment=demo out_dir=$$out; \
 	ln -sfn $${out#runs/} runs/demo; echo "runs/demo -> $$out"
 
 bench:

@@ -91,7 +91,9 @@ mkdir -p "$out" && echo "$out" > "$out/config.yaml"
 
 def test_demo_never_deletes_a_run_and_runs_demo_names_the_newest(tmp_path):
     dry = "\n".join(_dry_run("demo", f"PY={PY}"))
-    assert "rm " not in dry and f"{PY} -m rlgym_llm.cli.main train" in dry, dry  # before running it for real
+    assert "rm " not in dry and f"{PY} -m rlgym_llm.cli.main train +experiment=demo" in dry, (
+        dry
+    )  # before running it for real
     fake = tmp_path / "python"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
@@ -114,7 +116,9 @@ def test_demo_never_deletes_a_run_and_runs_demo_names_the_newest(tmp_path):
     time.sleep(1.1)  # the folders are named by the second
     demo()
     calls = (tmp_path / "calls.txt").read_text().splitlines()
-    assert len(calls) == 2 and all(c.startswith("-m rlgym_llm.cli.main train out_dir=runs/demo-") for c in calls)
+    assert len(calls) == 2 and all(
+        c.startswith("-m rlgym_llm.cli.main train +experiment=demo out_dir=runs/demo-") for c in calls
+    )
     folders = [c.rpartition("out_dir=")[2] for c in calls]
     assert folders[0] != folders[1]
     for folder in folders:  # both runs are kept

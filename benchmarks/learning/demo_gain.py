@@ -1,4 +1,4 @@
-"""Does the main job (`make demo`: `rlgym train` with the default config) learn on tasks it never trained on?
+"""Does the main job (`make demo`: `rlgym train +experiment=demo`) learn on tasks it never trained on?
 
     python benchmarks/learning/demo_gain.py              # 5 seeds of the main job, then the report (resumable)
     python benchmarks/learning/demo_gain.py --seeds 0 1 2 3 4 5 6 7 --jobs 2
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import RESULTS, ROOT, _run, is_complete, stop_on_signal
 
 from rlgym_llm.config import load_config
-from rlgym_llm.eval import paired_seed_comparison
+from rlgym_llm.eval import paired_seed_comparison, run_task_bootstrap, task_outcome_cells
 
 QUICK_OVERRIDES = ("sft.steps=5", "sft.episodes=16", "trainer.tasks_per_step=2", "trainer.group_size=4")
 
@@ -39,8 +39,11 @@ def folder(quick: bool) -> Path:
     return ROOT / "runs" / "learning" / ("demo_gain_quick" if quick else "demo_gain")
 
 
+PRESET = "+experiment=demo"  # the main job's config (configs/experiment/demo.yaml)
+
+
 def overrides(quick: bool) -> list[str]:
-    return [*QUICK_OVERRIDES, "trainer.steps=2", "trainer.eval_tasks=8"] if quick else []
+    return [PRESET, *QUICK_OVERRIDES, "trainer.steps=2", "trainer.eval_tasks=8"] if quick else [PRESET]
 
 
 def train_cmd(quick: bool, seed: int) -> list[str]:
@@ -100,6 +103,8 @@ def collect(quick: bool, seeds: list[int]) -> list[dict]:
                 "wall_s": summary.get("total_wall_s"),
                 "peak_mb": _peak_mb(path.with_suffix(".log")),
                 "sft": {k: sft.get(k) for k in ("episodes", "steps", "demo_success")},
+                # per test task, 1/0 per episode, before and after: the task-unit interval's input
+                "outcomes": (before.get("outcomes"), after.get("outcomes")),
             }
         )
     return runs
@@ -113,7 +118,14 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
     comparison = (
         paired_seed_comparison([r["after"] for r in runs], [r["before"] for r in runs]) if len(runs) >= 2 else None
     )
-    data = {"command": command, "generated": generated, "runs": runs}
+    task_unit = None
+    paired = [r["outcomes"] for r in runs if all(r["outcomes"])]
+    if len(runs) >= 2 and len(paired) == len(runs):  # runs from before the outcomes were kept have none
+        cells = task_outcome_cells([(after, before) for before, after in paired])
+        ci = run_task_bootstrap(cells)
+        task_unit = {"diff": ci.point, "low": ci.low, "high": ci.high, "runs": cells.shape[0], "tasks": cells.shape[1]}
+    data = {"command": command, "generated": generated, "runs": [{**r, "outcomes": None} for r in runs]}
+    data["task_unit"] = task_unit
     data["config"] = {
         "env": cfg.env.id,
         "env_kwargs": dict(cfg.env.kwargs),
@@ -137,10 +149,11 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
         " 1 torch thread per run, 2 CPU cores shared with other jobs.",
         "",
         *(["A smoke of the script (`--quick`): its numbers mean nothing.", ""] if quick else []),
-        f"Each seed: `rlgym train seed=<s>` (the default config: {cfg.env.id} with {dict(cfg.env.kwargs)};"
-        f" start: the tiny model warmed up on {cfg.sft.episodes} demonstrations of the env's oracle"
+        f"Each seed: `rlgym train {PRESET} seed=<s>` ({cfg.env.id} with {dict(cfg.env.kwargs)};"
+        f" start: {cfg.policy.model} warmed up{' (LoRA)' if cfg.sft.lora else ''} on {cfg.sft.episodes}"
+        " demonstrations of the env's oracle"
         f" `{cfg.env.oracle}` from the train pool, {cfg.sft.steps} steps; then {cfg.trainer.steps} steps of"
-        f" {cfg.credit.method} on train-pool tasks). Success is measured on the **test pool** (content no"
+        f" {cfg.credit.method}{' with LoRA' if cfg.trainer.lora.enabled else ''} on train-pool tasks). Success is measured on the **test pool** (content no"
         f" training step or warm-up ever sees): one episode per task at temperature {cfg.trainer.eval_temperature},"
         f" the same tasks and sampling seeds before and after RL; distinct test tasks per measure: {tasks}.",
         "",
@@ -157,11 +170,18 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
     lines.append("")
     if comparison is not None:
         c = comparison
-        holds = c.low > 0 and c.t_low > 0
+        holds = c.low > 0 and c.t_low > 0 and (task_unit is None or task_unit["low"] > 0)
+        unit = (
+            f" With the test task as the unit (two-way bootstrap over {task_unit['runs']} seeds and"
+            f" {task_unit['tasks']} tasks, which also covers the draw of the test questions): mean"
+            f" {task_unit['diff']:+.3f}, 95% CI [{task_unit['low']:+.3f}, {task_unit['high']:+.3f}]."
+            if task_unit
+            else " No task-unit interval: some runs predate the per-task outcomes."
+        )
         lines += [
             f"Paired over {c.n} seeds (after - before): mean {c.diff:+.3f}, bootstrap 95% CI [{c.low:+.3f}, {c.high:+.3f}],"
-            f" paired t 95% CI [{c.t_low:+.3f}, {c.t_high:+.3f}], sd {c.sd:.3f}, MDD {c.mdd:.3f}."
-            f" **{'Learns on unseen tasks' if holds else 'No significant gain'}** (both intervals above 0: {holds}).",
+            f" paired t 95% CI [{c.t_low:+.3f}, {c.t_high:+.3f}], sd {c.sd:.3f}, MDD {c.mdd:.3f}.{unit}"
+            f" **{'Learns on unseen tasks' if holds else 'No significant gain'}** (every interval above 0: {holds}).",
             "",
         ]
     (out / "demo_gain.md").write_text("\n".join(lines))

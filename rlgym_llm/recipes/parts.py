@@ -342,6 +342,26 @@ def compute(device: str, dtype: str) -> Compute:
     return resolve(device, dtype)
 
 
+def release_memory() -> bool:
+    """Collect garbage and hand the C heap's free pages back to the OS (glibc's `malloc_trim`).
+
+    Freed tensors stay in the process's heap, counted in its resident memory, until the allocator
+    returns them; between phases (after the warm-up, before the final export) that was the gap
+    between a run's working set and its peak RSS. Returns False where there is no glibc.
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
+        return False
+    return True
+
+
 def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:
     """(model with float32 weights in eval mode, on `on.device` (default cpu); tokenizer) from a folder."""
     model: Any = _transformers("loading a model").AutoModelForCausalLM.from_pretrained(str(path), dtype="float32")

@@ -102,6 +102,7 @@ def warm_up(
         model = model.merge_and_unload()
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
+    parts.release_memory()  # the warm-up's optimizer and activations: RL's phase starts without them
     demo_success = sum(t.reward > 0 for t in demos) / len(demos)
     info = {"episodes": len(demos), "demo_success": demo_success, "steps": cfg.sft.steps}
     info.update(loss_first=losses[0], loss_last=losses[-1], seconds=time.perf_counter() - t0)

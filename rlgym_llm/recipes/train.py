@@ -263,6 +263,13 @@ def _run(
     if not dist.main:
         return summary  # rank 0 writes the outputs
 
+    # the export below loads the weights afresh: the run's own copies (and everything that holds them)
+    # go first, or both sit in memory at once, the main job's peak (docs/math_env.md)
+    del run_parts, trainer, credit, held_out, curve, seeding, strategy
+    rollouts = None  # type: ignore[assignment]  # a closure cell (the credit's `explore`): emptied, not deleted
+    del model, rollout_model, ref_model, policy, engine, manager  # `manager`: the loop variable above
+    managers.clear()
+    parts.release_memory()
     if cfg.final_model and summary["steps"] == t.steps:  # the run is complete: its last checkpoint
         from rlgym_llm.recipes.export import export
 

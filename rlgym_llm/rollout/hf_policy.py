@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.core.errors import MissingDependencyError
 from rlgym_llm.rollout.errors import ContextOverflowError
-from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of
+from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of, last_logits_kwargs
 from rlgym_llm.rollout.policy import Completion, SamplingParams
 
 if TYPE_CHECKING:
@@ -178,7 +178,8 @@ class TransformersPolicy:
         with self._lock, torch.no_grad(), self.compute.autocast():
             ids, mask = (x.to(dev) for x in self._left_pad(prompts))
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+            last = last_logits_kwargs(self.model)  # the prefill's logits at the last position only
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **last)
             past, logits = cache_of(out), out.logits[:, -1, :]
             kv_name = cache_kwarg(self.model)
             n = len(prompts)

@@ -55,10 +55,24 @@ def _restated(data: dict, default: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def test_the_default_config_is_the_demo():
-    cfg = load_config("train")  # the main job trains a mission env, not the toy Counter (issue 31)
+def test_the_default_config_trains_a_mission_env():
+    cfg = load_config("train")  # `rlgym train` with no overrides: the tiny model on Math, not the toy Counter
     assert isinstance(cfg, TrainConfig)
     assert cfg.env.id == "rlgym/Math-v0" and cfg.credit.method == "turn_grpo" and cfg.sft.enabled
+
+
+def test_the_main_job_is_smollm2_with_lora_from_an_oracle_warm_up():
+    """`make demo` (configs/experiment/demo.yaml, issue 31): a mission env, an honest start (the oracle's
+    successful episodes, nothing built to fail), and the settings that keep it in 2 GB on a CPU."""
+    cfg = load_config("train", ["+experiment=demo"])
+    assert (cfg.env.id, cfg.policy.model) == ("rlgym/Math-v0", "smollm2")
+    assert cfg.env.oracle == "rlgym_agents.math:MathOracleAgent"
+    assert cfg.sft.enabled and cfg.sft.successful_only and cfg.sft.idle_prob == 0.0 and cfg.sft.init is None
+    # full fine-tuning's weights, gradients and AdamW moments alone are 2.2 GB: LoRA and micro-batches
+    assert cfg.sft.lora and cfg.trainer.lora.enabled
+    assert cfg.sft.micro_batch_size <= 2 and cfg.trainer.micro_batch_size <= 2 and cfg.policy.max_batch_size <= 16
+    # success before and after on test-pool questions, sampled as RL samples
+    assert cfg.trainer.eval_tasks >= 32 and cfg.trainer.eval_temperature == 1.0
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g in GROUPS for o in _options(g)], ids=lambda x: str(x))
@@ -95,7 +109,8 @@ def test_an_env_without_an_oracle_needs_sft_switched_off():
 @pytest.mark.parametrize("name", _options("experiment"))
 def test_every_experiment_preset_composes_and_validates(name):
     cfg = load_config("train", [f"+experiment={name}"])
-    assert f"runs/{name}/" in cfg.out_dir  # a new timestamped folder per run
+    folder = "main_job" if name == "demo" else name  # runs/demo is `make demo`'s link to its newest run
+    assert f"runs/{folder}/" in cfg.out_dir  # a new timestamped folder per run
 
 
 def test_switching_methods_and_envs_by_config_alone():

