@@ -242,6 +242,17 @@ def test_a_resumed_overlapped_run_trains_on_the_saved_batches_exactly(base, tmp_
     assert np.isfinite([r["loss"] for r in b]).all()
 
 
+def _same(got, want):
+    """The same tokens and text, and logprobs equal to float32 rounding: the child's shared-memory
+    weights may sit at other alignments, and the prefill's one-row head product (`logits_to_keep=1`)
+    can then round its last bit differently."""
+    assert [(c.token_ids, c.text, c.finish_reason) for c in got] == [
+        (c.token_ids, c.text, c.finish_reason) for c in want
+    ]
+    for a, b in zip(got, want):
+        assert max((abs(x - y) for x, y in zip(a.logprobs, b.logprobs)), default=0.0) < 1e-4
+
+
 def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
     from rlgym_llm.rollout.errors import ContextOverflowError
     from rlgym_llm.rollout.hf_process import ProcessPolicy
@@ -254,14 +265,14 @@ def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
         samplings = [SamplingParams(max_tokens=8, seed=3), SamplingParams(max_tokens=8)]  # seeded, counter-seeded
         for _ in range(2):  # the unseeded draw follows the engine's call counter, in the child too
             before = here.generate_batch(prompts, samplings)
-            assert child.generate_batch(prompts, samplings) == before
+            _same(child.generate_batch(prompts, samplings), before)
         # a weight sync is a copy into the shared tensors: the child samples from the new weights
         with torch.no_grad():
             for p in here.model.parameters():
                 p.add_(torch.randn_like(p) * 0.5)
         child.sync_weights(here.model.state_dict())
         after = here.generate_batch(prompts, samplings)
-        assert child.generate_batch(prompts, samplings) == after
+        _same(child.generate_batch(prompts, samplings), after)
         assert [c.token_ids for c in after] != [c.token_ids for c in before]
         # the child's errors reach the caller with their type (the rollout manager classifies them)
         with pytest.raises(ContextOverflowError, match="fills the"):
@@ -270,7 +281,7 @@ def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
         # starts its own call counter)
         copied = child.detached(0)
         assert type(copied) is TransformersPolicy
-        assert copied.generate_batch(prompts[:1], samplings[:1]) == here.generate_batch(prompts[:1], samplings[:1])
+        _same(copied.generate_batch(prompts[:1], samplings[:1]), here.generate_batch(prompts[:1], samplings[:1]))
     finally:
         child.shutdown()
     assert not child._proc.is_alive() and child._proc.exitcode == 0
