@@ -53,20 +53,24 @@ def test_freed_heap_pages_go_back_to_the_os():
 def test_a_run_lets_go_of_its_weights_before_the_final_export(tmp_path, monkeypatch):
     """The final export loads the weights afresh; the run's own model (and the policy, managers and
     trainer holding it) must be unreachable by then, or both copies count in the peak. A loop variable
-    of the teardown held a rollout manager, and through it the policy and the model, until the end."""
+    of the teardown held a rollout manager, and through it the policy and the model, until the end.
+    Only the run's own models count: in a long-lived test process earlier tests may keep theirs."""
     import gc
+    import weakref
 
     pytest.importorskip("torch")
     from transformers import PreTrainedModel
 
     from rlgym_llm.cli.main import main
 
+    gc.collect()
+    earlier = weakref.WeakSet(o for o in gc.get_objects() if isinstance(o, PreTrainedModel))
     alive: list[int] = []
     release = parts.release_memory
 
     def spy() -> bool:
         done = release()
-        alive.append(sum(isinstance(o, PreTrainedModel) for o in gc.get_objects()))
+        alive.append(sum(isinstance(o, PreTrainedModel) and o not in earlier for o in gc.get_objects()))
         return done
 
     monkeypatch.setattr(parts, "release_memory", spy)
