@@ -343,23 +343,18 @@ def compute(device: str, dtype: str) -> Compute:
 
 
 def release_memory() -> bool:
-    """Collect garbage and hand the C heap's free pages back to the OS (glibc's `malloc_trim`).
+    """Collect garbage and hand the C heap's free pages back to the OS (`core.memory.trim_heap`).
 
     Freed tensors stay in the process's heap, counted in its resident memory, until the allocator
     returns them; between phases (after the warm-up, before the final export) that was the gap
     between a run's working set and its peak RSS. Returns False where there is no glibc.
     """
-    import ctypes
-    import ctypes.util
     import gc
 
+    from rlgym_llm.core.memory import trim_heap
+
     gc.collect()
-    name = ctypes.util.find_library("c")
-    try:
-        ctypes.CDLL(name or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
-        return False
-    return True
+    return trim_heap()
 
 
 def load_model(path: str | os.PathLike, on: Compute | None = None) -> tuple[Any, Any]:

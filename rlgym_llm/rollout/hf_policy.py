@@ -19,8 +19,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlgym_llm.core.errors import MissingDependencyError
+from rlgym_llm.core.memory import trim_heap
 from rlgym_llm.rollout.errors import ContextOverflowError
-from rlgym_llm.rollout.kv_cache import cache_kwarg, cache_of, last_logits_kwargs
+from rlgym_llm.rollout.kv_cache import (
+    PrefixStore,
+    batch_cache,
+    cache_kwarg,
+    cache_of,
+    last_logits_kwargs,
+    row_layers,
+    weights_version,
+)
 from rlgym_llm.rollout.policy import Completion, SamplingParams
 
 if TYPE_CHECKING:
@@ -54,6 +63,8 @@ class TransformersPolicy:
         batch_wait_s: how long the batcher waits for more requests before running a batch.
         max_context: the context window (default: the model's `max_position_embeddings`).
         compute: device and compute dtype (default: float32 where the model's weights are).
+        prefix_tokens: the most tokens of earlier turns' KV kept for the next turn of an episode
+            (`kv_cache.PrefixStore`; for SmolLM2 46 KB each). None: 256 per row of a batch; 0: none.
     """
 
     def __init__(
@@ -64,6 +75,7 @@ class TransformersPolicy:
         batch_wait_s: float = 0.002,
         max_context: int | None = None,
         compute: Compute | None = None,
+        prefix_tokens: int | None = None,
     ):
         from rlgym_llm.rollout.device import Compute
 
@@ -82,6 +94,8 @@ class TransformersPolicy:
         self._worker: asyncio.Task | None = None
         self._lock = threading.Lock()  # one forward pass at a time (the trainer may share the model)
         self._calls = 0
+        self.prefix_tokens = 256 * max_batch_size if prefix_tokens is None else prefix_tokens
+        self.prefixes = PrefixStore(self.prefix_tokens) if self.prefix_tokens > 0 else None
 
     @classmethod
     def from_pretrained(cls, path: str, **kwargs: Any) -> TransformersPolicy:
@@ -104,6 +118,7 @@ class TransformersPolicy:
         elif model is not self.model:
             self.model.load_state_dict(model.state_dict())
         self.model.eval()
+        self.release_cache()  # stale: also caught by the weights' version, this frees it at once
 
     def detached(self) -> TransformersPolicy:
         """The same engine over a copy of the weights, in this process: a thread of the caller samples
@@ -114,7 +129,13 @@ class TransformersPolicy:
         own = copy.deepcopy(self.model).eval()
         own.requires_grad_(False)
         return TransformersPolicy(
-            own, self.tokenizer, self.max_batch_size, self.batch_wait_s, self.max_context, self.compute
+            own,
+            self.tokenizer,
+            self.max_batch_size,
+            self.batch_wait_s,
+            self.max_context,
+            self.compute,
+            self.prefix_tokens,
         )
 
     async def close(self) -> None:
@@ -175,40 +196,76 @@ class TransformersPolicy:
         stops = [self.eos_ids | set(s.stop_token_ids) for s in samplings]
 
         dev = self.compute.device
+        store = self.prefixes
         with self._lock, torch.no_grad(), self.compute.autocast():
-            ids, mask = (x.to(dev) for x in self._left_pad(prompts))
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            last = last_logits_kwargs(self.model)  # the prefill's logits at the last position only
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **last)
-            past, logits = cache_of(out), out.logits[:, -1, :]
             kv_name = cache_kwarg(self.model)
+            last = last_logits_kwargs(self.model)  # the prefill's logits at the last position only
+            found = None
+            if store is not None:
+                store.check(weights_version(self.model))
+                found = [store.take(p) for p in prompts]
+            if found is not None and any(f is not None for f in found):
+                # earlier turns' KV: the prefill runs only each prompt's new tokens
+                ids, mask, positions, cached = self._resume_inputs(prompts, found)
+                found = None  # the rows' kept KV is in `cached` now: freed before the prefill extends it
+                kv = {kv_name: cached}
+                out = self.model(
+                    input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **kv, **last
+                )
+            else:
+                ids, mask = (x.to(dev) for x in self._left_pad(prompts))
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)
+                out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **last)
+            past, logits = cache_of(out), out.logits[:, -1, :]
             n = len(prompts)
             tokens: list[list[int]] = [[] for _ in range(n)]
             logps: list[list[float]] = [[] for _ in range(n)]
             finish = ["length"] * n
             active = [True] * n
+            rows = list(range(n))  # the request of each row of the batch; finished rows leave it
             for step in range(max(limits)):
-                logits = logits.float().cpu()  # (n, vocab): draws on CPU, seeded the same on every device
+                logits = logits.float().cpu()  # (rows, vocab): draws on CPU, seeded the same on every device
                 raw_logp = torch.log_softmax(logits, dim=-1)
-                nxt = self._sample(logits, sp, generators)  # (n,)
-                for i in range(n):
-                    if not active[i]:
+                nxt = self._sample(logits, sp, [generators[i] for i in rows])  # (rows,)
+                for r, i in enumerate(rows):
+                    if not active[i]:  # kept in the batch (a cache without row selection): no more draws
                         continue
-                    t = int(nxt[i])
+                    t = int(nxt[r])
                     tokens[i].append(t)
-                    logps[i].append(float(raw_logp[i, t]))
+                    logps[i].append(float(raw_logp[r, t]))
                     if t in stops[i]:
                         active[i], finish[i] = False, "stop"
                     elif len(tokens[i]) >= limits[i]:
                         active[i] = False
                 if not any(active) or step == max(limits) - 1:
                     break
-                feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in range(n)], device=dev)
-                mask = torch.cat([mask, torch.ones(n, 1, dtype=mask.dtype, device=dev)], dim=1)
+                keep = [r for r, i in enumerate(rows) if active[i]]
+                if len(keep) < len(rows) and hasattr(past, "batch_select_indices"):
+                    if store is not None:
+                        for r, i in enumerate(rows):
+                            if not active[i]:
+                                self._keep_prefix(store, past, mask, r, prompts[i], tokens[i])
+                    # a finished row stops costing compute: the rest decode as a smaller batch (each
+                    # row's draws use its own generator, so which rows share a step changes no sample)
+                    index = torch.tensor(keep, device=dev)
+                    past.batch_select_indices(index)
+                    mask, positions = mask[index], positions[index]
+                    rows = [rows[r] for r in keep]
+                feed = torch.tensor([[tokens[i][-1] if active[i] else self.pad_id] for i in rows], device=dev)
+                mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=mask.dtype, device=dev)], dim=1)
                 positions = positions[:, -1:] + 1
                 kv = {kv_name: past}
                 out = self.model(input_ids=feed, attention_mask=mask, position_ids=positions, use_cache=True, **kv)
                 past, logits = cache_of(out), out.logits[:, -1, :]
+            if store is not None and hasattr(past, "batch_select_indices"):
+                for r, i in enumerate(rows):
+                    self._keep_prefix(store, past, mask, r, prompts[i], tokens[i])
+            out = past = logits = None  # the batch's KV cache, freed before the trim (and the dict that passed it)
+            kv = {}
+        if dev.type == "cpu":
+            # each decoding step's KV cache is a new, longer tensor: the freed ones stay in the C heap,
+            # resident, until trimmed (core/memory.py); without this a call left hundreds of MB there
+            trim_heap()
         return [
             Completion(
                 token_ids=tuple(tokens[i]),
@@ -218,6 +275,48 @@ class TransformersPolicy:
             )
             for i in range(n)
         ]
+
+    def release_cache(self) -> None:
+        """Drop the kept KV of earlier turns (the loop calls it before an update: an episode that
+        ended leaves its last turn's entry behind, and the update needs the memory). A batch running
+        in another thread (sampling ahead) keeps it: dropped only when no batch holds the model."""
+        if self.prefixes is not None and self._lock.acquire(blocking=False):
+            try:
+                self.prefixes.clear()
+            finally:
+                self._lock.release()
+
+    def _keep_prefix(self, store: PrefixStore, past: Any, mask: Any, row: int, prompt: Any, tokens: list[int]) -> None:
+        """Keep row `row`'s KV for the episode's next turn: the prompt and every sampled token but the
+        last (which was never fed back), the positions where `mask` is 1."""
+        key = [*prompt, *tokens[:-1]]
+        keep = mask[row].bool()
+        if int(keep.sum()) != len(key):
+            return  # a position the mask does not account for: keep nothing rather than a wrong KV
+        layers = row_layers(past, row, keep)
+        if layers is not None:
+            store.put(key, layers)
+
+    def _resume_inputs(self, prompts: Sequence[Sequence[int]], found: Sequence[Any]):
+        """Prefill inputs for prompts whose first tokens have kept KV (`found[i]`: (tokens, layers) or
+        None): row i is [padding][kept KV][padding][its new tokens], the KV right-aligned in the
+        cache and the new tokens in the input, both masked and positioned as one left-padded prompt."""
+        torch = _torch()
+        dev = self.compute.device
+        cached = [f[0] if f is not None else 0 for f in found]
+        new = [list(p[c:]) for p, c in zip(prompts, cached)]
+        width_c, width_n = max(cached), max(len(x) for x in new)
+        n = len(prompts)
+        ids = torch.full((n, width_n), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width_c + width_n), dtype=torch.long)
+        positions = torch.zeros((n, width_n), dtype=torch.long)
+        for i, (c, x) in enumerate(zip(cached, new)):
+            mask[i, width_c - c : width_c] = 1
+            ids[i, width_n - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[i, width_c + width_n - len(x) :] = 1
+            positions[i, width_n - len(x) :] = torch.arange(c, c + len(x))
+        cache = batch_cache([f[1] if f is not None else None for f in found], cached)
+        return ids.to(dev), mask.to(dev), positions.to(dev), cache
 
     def score(self, prompt_token_ids: Sequence[int], completion_token_ids: Sequence[int]) -> list[float]:
         """Teacher-forced logprobs of `completion_token_ids` given `prompt_token_ids` (no sampling)."""
