@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rlgym_llm.core.errors import ConfigError
+from rlgym_llm.core.memory import trim_heap
 from rlgym_llm.core.types import Trajectory
 from rlgym_llm.credit import CreditResult
 from rlgym_llm.credit.trajectories import group_key
@@ -237,7 +238,18 @@ def step_once(
         # each rank trains on the trajectories it sampled; the loss is normalised over all of them
         mine = [(t, a) for t, a in zip(chosen, token_adv) if t.metadata.get(RANK_KEY, 0) == run.dist.rank]
         batch = TrainBatch.from_trajectories([t for t, _ in mine], [a for _, a in mine], run.pad_id) if mine else None
+        # the KV kept for episodes' next turns (TransformersPolicy), left by episodes that ended. Not
+        # while sampling ahead: those episodes are still running, and a next turn without its kept KV
+        # prefills afresh, equal only to rounding, at a moment that depends on thread timing
+        release = None if cfg.off_policy_steps else getattr(run.policy, "release_cache", None)
+        if release is not None:
+            release()
+        on_cpu = run.trainer.compute.device.type == "cpu"
+        if on_cpu:  # the rollouts' KV caches, freed: out of the resident set before the activations come
+            trim_heap()
         update = run.trainer.update(batch)
+        if on_cpu:  # and the update's activations before the next rollouts (core/memory.py)
+            trim_heap()
     t3, c3 = time.perf_counter(), time.process_time()
 
     # 4. sync: the engine samples the next batch from the new weights (with `Ahead`: the next snapshot)

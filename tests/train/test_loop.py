@@ -241,3 +241,27 @@ def test_periodic_held_out_evaluation_lands_in_the_records_and_ends_the_run(part
         flat = [x for xs in outcomes.values() for x in xs]
         assert set(flat) <= {0, 1} and sum(flat) / len(flat) == pytest.approx(measure["success"])
     assert not any(k.startswith("eval_outcomes") for r in records for k in r)
+
+
+def test_a_step_drops_the_kept_turn_kv_and_trims_the_heap_before_the_update(parts, monkeypatch):
+    """The engine keeps each turn's KV for the episode's next turn; episodes that ended leave theirs
+    behind, so the loop drops them before the update (which needs the memory), and on the CPU hands
+    the freed pages back to the OS around it (core/memory.py)."""
+    from rlgym_llm.train import loop
+
+    run, _ = _run(parts, scripted=False)
+    events: list[str] = []
+    monkeypatch.setattr(loop, "trim_heap", lambda: events.append("trim") or True)
+    release, update = run.policy.release_cache, run.trainer.update
+    monkeypatch.setattr(run.policy, "release_cache", lambda: events.append("release") or release())
+    monkeypatch.setattr(run.trainer, "update", lambda batch: events.append("update") or update(batch))
+    record = step_once(run, TrainerConfig(steps=1, tasks_per_step=2, filter_zero_variance=False), 0)
+    assert record["turns"] > 1  # control: episodes went on to a second turn
+    assert run.policy.prefixes.hits > 0  # ... which reused the first turn's KV
+    assert events == ["release", "trim", "update", "trim", "release"]  # the last: the sync (new weights)
+    assert len(run.policy.prefixes) == 0
+    # sampling ahead, the engine's episodes run through the update: their kept KV stays (dropping it
+    # at a thread-timed moment changed the next turn's logprobs in the last bit)
+    events.clear()
+    step_once(run, TrainerConfig(steps=2, tasks_per_step=2, filter_zero_variance=False, off_policy_steps=1), 1)
+    assert events == ["trim", "update", "trim", "release"]
