@@ -37,6 +37,8 @@ def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int
     torch.set_num_threads(threads)
     model.eval()
     engine = TransformersPolicy(model, tokenizer, max_batch_size=1 << 30, max_context=max_context)
+    synced = 0  # the parent's count of weight syncs: they write the shared tensors from the parent,
+    # which this process's tensors' version counters do not see, so the kept KV is dropped here
     while True:
         try:
             request = conn.recv()
@@ -44,7 +46,10 @@ def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int
             return
         if request is None:
             return
-        prompts, samplings, calls = request
+        prompts, samplings, calls, syncs = request
+        if syncs != synced and engine.prefixes is not None:
+            engine.prefixes.clear()  # computed with the weights before the sync: stale
+        synced = syncs
         engine._calls = calls  # unseeded requests draw from the parent's counter, as in-process
         try:
             reply: tuple[str, Any] = ("ok", engine.generate_batch(prompts, samplings))
@@ -108,6 +113,7 @@ class ProcessPolicy(TransformersPolicy):
         self._proc.start()
         child.close()
         self._rpc = threading.Lock()  # one request on the pipe at a time
+        self._syncs = 0  # weight syncs so far: the child drops its kept KV when the count changes
         self._finalizer = weakref.finalize(self, _stop, self._conn, self._proc)
 
     def generate_batch(self, prompts: Sequence[Sequence[int]], samplings: Sequence[SamplingParams]) -> list[Completion]:
@@ -115,7 +121,7 @@ class ProcessPolicy(TransformersPolicy):
         if not self._proc.is_alive():
             raise RuntimeError(f"the sampling process has exited (exit code {self._proc.exitcode})")
         with self._lock, self._rpc:
-            self._conn.send(([list(p) for p in prompts], list(samplings), self._calls))
+            self._conn.send(([list(p) for p in prompts], list(samplings), self._calls, self._syncs))
             self._calls += len(prompts)
             try:
                 status, value = self._conn.recv()
@@ -131,6 +137,7 @@ class ProcessPolicy(TransformersPolicy):
         state = model if isinstance(model, Mapping) else model.state_dict()
         with self._lock:
             self.model.load_state_dict(state)
+            self._syncs += 1
 
     def detached(self, threads: int | None = None) -> TransformersPolicy:
         """Another engine over a copy of these weights: a process with `threads` (default: as many

@@ -274,6 +274,10 @@ def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
         after = here.generate_batch(prompts, samplings)
         _same(child.generate_batch(prompts, samplings), after)
         assert [c.token_ids for c in after] != [c.token_ids for c in before]
+        # the next turn of an episode sampled before the sync: the KV the child kept of it is stale (the
+        # parent's copy bumps no version counter in the child), so the child runs it afresh, as here
+        nxt = [[*p, *c.token_ids, 12] for p, c in zip(prompts, before)]
+        _same(child.generate_batch(nxt, samplings), here.generate_batch(nxt, samplings))
         # the child's errors reach the caller with their type (the rollout manager classifies them)
         with pytest.raises(ContextOverflowError, match="fills the"):
             child.generate_batch([[1] * (child.max_context + 1)], samplings[:1])
