@@ -31,12 +31,13 @@ from rlgym_llm.rollout.policy import Completion, SamplingParams
 logger = logging.getLogger(__name__)
 
 
-def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int) -> None:
+def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int, prefix_tokens: int) -> None:
     """The child: answer `generate_batch` requests until told to stop (None) or the pipe closes."""
     torch = _torch()
     torch.set_num_threads(threads)
     model.eval()
-    engine = TransformersPolicy(model, tokenizer, max_batch_size=1 << 30, max_context=max_context)
+    # the parent forms the batches; its budget for kept KV (the default would scale with this size)
+    engine = TransformersPolicy(model, tokenizer, 1 << 30, max_context=max_context, prefix_tokens=prefix_tokens)
     synced = 0  # the parent's count of weight syncs: they write the shared tensors from the parent,
     # which this process's tensors' version counters do not see, so the kept KV is dropped here
     while True:
@@ -106,7 +107,7 @@ class ProcessPolicy(TransformersPolicy):
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(
             target=_serve,
-            args=(child, model, tokenizer, self.max_context, threads),
+            args=(child, model, tokenizer, self.max_context, threads, self.prefix_tokens),
             name="rlgym-sampler",
             daemon=True,  # never outlives the trainer
         )
