@@ -60,10 +60,10 @@ def _serve(conn: Any, model: Any, tokenizer: Any, max_context: int, threads: int
 
 
 def _stop(conn: Any, proc: Any) -> None:
-    """Ask the child to stop, and kill it if it does not within a few seconds."""
+    """Ask the child to stop, and kill it if it has not within 30 s."""
     with contextlib.suppress(OSError, ValueError):  # the pipe is already closed: nothing to tell
         conn.send(None)
-    proc.join(timeout=10)
+    proc.join(timeout=30)  # a loaded machine can take a while to tear down a torch process
     if proc.is_alive():
         proc.kill()
         proc.join()
@@ -76,7 +76,8 @@ class ProcessPolicy(TransformersPolicy):
     Args:
         model: a CPU model of its own (not the trainer's: the child reads its weights while the
             trainer updates its own); its tensors are moved to shared memory.
-        tokenizer, max_batch_size, batch_wait_s, max_context: as `TransformersPolicy`.
+        tokenizer, max_batch_size, batch_wait_s, max_context, prefix_tokens: as `TransformersPolicy`
+            (the kept KV lives in the child).
         threads: torch threads of the child (intra-op); the trainer's process keeps its own.
 
     Raises:
@@ -91,9 +92,10 @@ class ProcessPolicy(TransformersPolicy):
         batch_wait_s: float = 0.002,
         max_context: int | None = None,
         threads: int = 1,
+        prefix_tokens: int | None = None,
     ):
         torch = _torch()
-        super().__init__(model, tokenizer, max_batch_size, batch_wait_s, max_context)
+        super().__init__(model, tokenizer, max_batch_size, batch_wait_s, max_context, prefix_tokens=prefix_tokens)
         if self.compute.device.type != "cpu" or self.compute.dtype != torch.float32:
             raise ValueError(
                 f"ProcessPolicy samples on the CPU in float32; the model is on {self.compute.device} "
@@ -166,4 +168,6 @@ def detached(policy: TransformersPolicy, threads: int = 0) -> TransformersPolicy
     own = TransformersPolicy.detached(policy)  # the base copy, also for a ProcessPolicy
     if threads <= 0:
         return own
-    return ProcessPolicy(own.model, own.tokenizer, own.max_batch_size, own.batch_wait_s, own.max_context, threads)
+    return ProcessPolicy(
+        own.model, own.tokenizer, own.max_batch_size, own.batch_wait_s, own.max_context, threads, own.prefix_tokens
+    )

@@ -295,23 +295,30 @@ def test_the_sampling_process_samples_what_the_in_process_engine_samples(base):
 
 @pytest.mark.slow  # two short runs and a process start (~1 min idle)
 def test_sampling_ahead_in_a_process_trains_exactly_as_in_a_thread(base, tmp_path):
-    """The child process changes where the batch is sampled, not what: same rollouts, same updates."""
+    """The child process changes where the batch is sampled, not what: same rollouts, same updates.
+
+    One request per batch in both engines: which requests share a batch follows wall-clock timing
+    (the batcher waits `batch_wait_s` for them), and a row's logits in a batch of 4 differ from its
+    logits alone in the last float bits, enough to move the truncated-IS weights and the gradient.
+    A CI run under load once batched a turn differently in the two runs (is_weight 0.97805852 against
+    0.97805840). The KV budget keeps every turn, so no eviction order decides a reuse either."""
     from rlgym_llm.rollout.hf_process import ProcessPolicy
 
     policy = base[0]
+    one_at_a_time = {"max_batch_size": 1, "prefix_tokens": 1 << 16}
     results = []
     for in_child in (False, True):
-        engine = (
-            ProcessPolicy(copy.deepcopy(policy.model), policy.tokenizer, threads=torch.get_num_threads())
-            if in_child
-            else None
-        )
+        model = copy.deepcopy(policy.model)
+        if in_child:
+            engine = ProcessPolicy(model, policy.tokenizer, threads=torch.get_num_threads(), **one_at_a_time)
+        else:
+            engine = TransformersPolicy(model, policy.tokenizer, **one_at_a_time)
         try:
             torch.manual_seed(1)
             run, model = _parts(base, engine=engine, max_tokens=6, lr=3e-3)
             records = train(run, _cfg(steps=3, off_policy_steps=1), tmp_path / str(in_child), resume=False)["records"]
         finally:
-            if engine is not None:
+            if in_child:
                 engine.shutdown()
         results.append((records, model))
     (thread_records, thread_model), (child_records, child_model) = results
