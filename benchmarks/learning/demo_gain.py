@@ -4,6 +4,7 @@
     python benchmarks/learning/demo_gain.py --seeds 0 1 2 3 4 5 6 7 --jobs 2
     python benchmarks/learning/demo_gain.py --report     # only the report, from the run folders
     python benchmarks/learning/demo_gain.py --quick      # smoke of this script: a tiny budget, its own folder
+    python benchmarks/learning/demo_gain.py --alone      # time the main job alone: every core, nothing else running
 
 Each seed runs the whole main job with nothing changed but `seed=` (and its own run folder): its own
 warm-up on the env's oracle (the honest start, train pool), its own RL steps on train-pool tasks, and
@@ -13,6 +14,12 @@ and a paired t interval over seeds (`rlgym_llm.eval.paired_seed_comparison`); th
 both intervals lie above 0. The report states the distinct test tasks, the episodes, the start, the
 wall time and the peak memory of each run.
 
+`--alone` times the main job as `make demo` runs it (every core: no `trainer.threads` override, default
+seed), under `/usr/bin/time`, into `<run folders>/alone/`: the wall time and peak RSS that the 10 min
+and 2 GB targets of issue 31 are about. Run it with nothing else on the machine; the seeds above share
+the cores two at a time and say nothing about the time of one run. Its figures are kept in the JSON,
+so `--report` restates them without the folder.
+
 Run folders: `runs/learning/demo_gain/`; results: `benchmarks/results/learning/demo_gain.{md,json}`
 (`--quick`: `runs/learning/demo_gain_quick/`, results beside its runs).
 """
@@ -20,7 +27,10 @@ Run folders: `runs/learning/demo_gain/`; results: `benchmarks/results/learning/d
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +43,11 @@ from rlgym_llm.config import load_config
 from rlgym_llm.eval import paired_seed_comparison, run_task_bootstrap, task_outcome_cells
 
 QUICK_OVERRIDES = ("sft.steps=5", "sft.episodes=16", "trainer.tasks_per_step=2", "trainer.group_size=4")
+
+
+@functools.lru_cache(maxsize=4)
+def _config(overrides: tuple[str, ...]):
+    return load_config("train", list(overrides))
 
 
 def folder(quick: bool) -> Path:
@@ -65,8 +80,74 @@ def train_cmd(quick: bool, seed: int) -> list[str]:
     ]
 
 
+def alone_cmd(quick: bool) -> list[str]:
+    """The main job as `make demo` runs it (every core), timed by `/usr/bin/time`."""
+    return [
+        "/usr/bin/time",
+        "-f",
+        "peak_rss_kb=%M\nelapsed_s=%e",
+        sys.executable,
+        "-m",
+        "rlgym_llm.cli.main",
+        "train",
+        *overrides(quick),
+        "progress=false",
+        f"out_dir={folder(quick) / 'alone'}",
+    ]
+
+
+def time_alone(quick: bool) -> int:
+    """Run the main job alone (a finished one is kept: delete `<folder>/alone` to time it again)."""
+    path = folder(quick) / "alone"
+    if is_complete(path, steps(quick)):
+        print(f"{path} is finished: delete it to time the main job again", flush=True)
+        return 0
+    if path.exists():  # a timing is of one whole run: a resumed one would not be
+        raise SystemExit(f"{path} holds an unfinished run: delete it, then time the main job again")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    with open(path.with_suffix(".log"), "w") as log:
+        log.write("$ " + " ".join(alone_cmd(quick)) + "\n")
+        log.flush()
+        return subprocess.run(alone_cmd(quick), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env).returncode
+
+
+def collect_alone(quick: bool, stored: dict | None) -> dict | None:
+    """The alone run's figures from its folder, else those kept in the JSON (`stored`)."""
+    path = folder(quick) / "alone"
+    log = path.with_suffix(".log")
+    if not (is_complete(path, steps(quick)) and log.exists()):
+        return stored
+    fields = dict(
+        line.split("=", 1) for line in log.read_text().splitlines() if line.startswith(("peak_rss_kb=", "elapsed_s="))
+    )
+    summary = json.loads((path / "summary.json").read_text())
+    return {
+        "measured": time.strftime("%Y-%m-%d", time.gmtime(log.stat().st_mtime)),
+        "wall_s": float(fields["elapsed_s"]),
+        "peak_mib": int(fields["peak_rss_kb"]) / 1024,
+        "before": summary["before"]["success"],
+        "after": summary["after"]["success"],
+        "tasks": summary["before"].get("tasks"),
+    }
+
+
+def alone_lines(alone: dict | None) -> list[str]:
+    if alone is None:
+        return ["Alone on the machine: not timed yet (`python benchmarks/learning/demo_gain.py --alone`).", ""]
+    wall, peak = alone["wall_s"], alone["peak_mib"]
+    return [
+        f"Alone on the machine ({alone['measured']}, `python benchmarks/learning/demo_gain.py --alone`: `{PRESET}` as"
+        f" `make demo` runs it, every core, nothing else running, `/usr/bin/time`): **{wall:.0f} s wall**"
+        f" ({wall / 60:.1f} min; target 600 s: {'met' if wall <= 600 else 'missed'}), **peak RSS {peak:,.0f} MiB**"
+        f" ({peak * 2**20 / 1e9:.2f} GB; target 2 GB: {'met' if peak * 2**20 <= 2e9 else 'missed'}); test success"
+        f" {alone['before']:.3f} -> {alone['after']:.3f} on {alone['tasks']} distinct test tasks (the default seed).",
+        "",
+    ]
+
+
 def steps(quick: bool) -> int:
-    return int(load_config("train", overrides(quick)).trainer.steps)
+    return int(_config(tuple(overrides(quick))).trainer.steps)
 
 
 def grid(quick: bool, seeds: list[int], jobs: int) -> None:
@@ -83,11 +164,44 @@ def _peak_mb(log: Path) -> float | None:
     return int(found[-1].split("=")[1]) / 1024 if found else None
 
 
+def results_file(quick: bool) -> Path:
+    return (folder(quick) if quick else RESULTS) / "demo_gain.json"
+
+
+def stored_results(quick: bool) -> dict:
+    """The kept JSON if it was made with today's config (runs of another config never mix), else {}."""
+    path = results_file(quick)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    return data if data.get("config") == config_summary(quick) else {}
+
+
+def config_summary(quick: bool) -> dict:
+    cfg = _config(tuple(overrides(quick)))
+    summary = {
+        "env": cfg.env.id,
+        "env_kwargs": dict(cfg.env.kwargs),
+        "oracle": cfg.env.oracle,
+        "sft": {"episodes": cfg.sft.episodes, "steps": cfg.sft.steps, "lr": cfg.sft.lr},
+        "credit": cfg.credit.method,
+        "steps": cfg.trainer.steps,
+        "tasks_per_step": cfg.trainer.tasks_per_step,
+        "group_size": cfg.trainer.group_size,
+        "lr": cfg.trainer.optim.lr,
+        "eval_tasks": cfg.trainer.eval_tasks,
+        "eval_temperature": cfg.trainer.eval_temperature,
+    }
+    return json.loads(json.dumps(summary))  # as the JSON keeps it (lists, floats), to compare with it
+
+
 def collect(quick: bool, seeds: list[int]) -> list[dict]:
+    """Finished seeds from their run folders; a seed whose folder is gone from the kept JSON."""
+    kept = {r["seed"]: r for r in stored_results(quick).get("runs", [])}
     runs = []
     for seed in seeds:
         path = folder(quick) / f"s{seed}"
         if not is_complete(path, steps(quick)):
+            if seed in kept:
+                runs.append(kept[seed])
             continue
         summary = json.loads((path / "summary.json").read_text())
         before, after = summary["before"], summary["after"]
@@ -113,7 +227,8 @@ def collect(quick: bool, seeds: list[int]) -> list[dict]:
 def write(quick: bool, runs: list[dict], command: str) -> Path:
     out = folder(quick) if quick else RESULTS
     out.mkdir(parents=True, exist_ok=True)
-    cfg = load_config("train", overrides(quick))
+    alone = collect_alone(quick, stored_results(quick).get("alone"))
+    cfg = _config(tuple(overrides(quick)))
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     comparison = (
         paired_seed_comparison([r["after"] for r in runs], [r["before"] for r in runs]) if len(runs) >= 2 else None
@@ -124,18 +239,10 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
         cells = task_outcome_cells([(after, before) for before, after in paired])
         ci = run_task_bootstrap(cells)
         task_unit = {"diff": ci.point, "low": ci.low, "high": ci.high, "runs": cells.shape[0], "tasks": cells.shape[1]}
-    data = {"command": command, "generated": generated, "runs": [{**r, "outcomes": None} for r in runs]}
+    data = {"command": command, "generated": generated, "runs": runs}
     data["task_unit"] = task_unit
-    data["config"] = {
-        "env": cfg.env.id,
-        "env_kwargs": dict(cfg.env.kwargs),
-        "oracle": cfg.env.oracle,
-        "sft": {"episodes": cfg.sft.episodes, "steps": cfg.sft.steps, "lr": cfg.sft.lr},
-        "credit": cfg.credit.method,
-        "steps": cfg.trainer.steps,
-        "eval_tasks": cfg.trainer.eval_tasks,
-        "eval_temperature": cfg.trainer.eval_temperature,
-    }
+    data["alone"] = alone
+    data["config"] = config_summary(quick)
     if comparison is not None:
         data["paired"] = {
             k: getattr(comparison, k) for k in ("n", "diff", "low", "high", "t_low", "t_high", "sd", "mdd")
@@ -153,7 +260,7 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
         f" start: {cfg.policy.model} warmed up{' (LoRA)' if cfg.sft.lora else ''} on {cfg.sft.episodes}"
         " demonstrations of the env's oracle"
         f" `{cfg.env.oracle}` from the train pool, {cfg.sft.steps} steps; then {cfg.trainer.steps} steps of"
-        f" {cfg.credit.method}{' with LoRA' if cfg.trainer.lora.enabled else ''} on train-pool tasks). Success is measured on the **test pool** (content no"
+        f" {cfg.trainer.tasks_per_step} tasks x {cfg.trainer.group_size} samples of {cfg.credit.method}{' with LoRA' if cfg.trainer.lora.enabled else ''} on train-pool tasks). Success is measured on the **test pool** (content no"
         f" training step or warm-up ever sees): one episode per task at temperature {cfg.trainer.eval_temperature},"
         f" the same tasks and sampling seeds before and after RL; distinct test tasks per measure: {tasks}.",
         "",
@@ -184,6 +291,7 @@ def write(quick: bool, runs: list[dict], command: str) -> Path:
             f" **{'Learns on unseen tasks' if holds else 'No significant gain'}** (every interval above 0: {holds}).",
             "",
         ]
+    lines += alone_lines(alone)
     (out / "demo_gain.md").write_text("\n".join(lines))
     return out / "demo_gain.md"
 
@@ -194,9 +302,22 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--report", action="store_true", help="only write the report from the run folders")
     parser.add_argument("--quick", action="store_true", help="a smoke of this script: tiny budget, own folder")
+    parser.add_argument(
+        "--alone", action="store_true", help="time the main job alone (nothing else running), then report"
+    )
     args = parser.parse_args()
     command = "python benchmarks/learning/demo_gain.py " + " ".join(sys.argv[1:])
     stop_on_signal()
+    if args.alone:
+        rc = time_alone(args.quick)
+        if rc != 0:
+            print(f"the main job failed (rc {rc}): {folder(args.quick) / 'alone.log'}", file=sys.stderr)
+            return rc
+        # the report keeps the seeds' table and command: --alone adds the timing, not seeds
+        stored = stored_results(args.quick)
+        seeds = [r["seed"] for r in stored.get("runs", [])] or args.seeds
+        print(f"wrote {write(args.quick, collect(args.quick, seeds), stored.get('command') or command.strip())}")
+        return 0
     if not args.report:
         grid(args.quick, args.seeds, args.jobs)
     runs = collect(args.quick, args.seeds)
