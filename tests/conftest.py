@@ -14,6 +14,26 @@ except ImportError:  # the dev extra is not installed
     pass
 
 
+@pytest.fixture()
+def load_benchmark(monkeypatch):
+    """Import `benchmarks/learning/<script>.py` for one test: its folder on sys.path (the scripts import
+    each other), the module in sys.modules under `name` (dataclasses look their module up there)."""
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "learning"
+
+    def load(script: str, name: str | None = None):
+        monkeypatch.syspath_prepend(str(folder))
+        spec = importlib.util.spec_from_file_location(name or script, folder / f"{script}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name or script, module)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir():
     pytest.importorskip("torch", reason="needs the train extra")

@@ -1,9 +1,7 @@
 """`python benchmarks/learning/demo_gain.py`: the seeds' paired report, the alone timing (`--alone`) that
 the 10 min / 2 GB targets are about, and kept figures that survive the run folders only for the same config."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def bench(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
-    spec = importlib.util.spec_from_file_location("demo_gain", ROOT / "benchmarks/learning/demo_gain.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "demo_gain", module)
-    spec.loader.exec_module(module)
+def bench(tmp_path, monkeypatch, load_benchmark):
+    module = load_benchmark("demo_gain")
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(module, "ROOT", tmp_path)
     return module

@@ -2,9 +2,7 @@
 gain_<env>.json, regenerates the table from them without the run folders, and gives GRPO's gain a
 verdict only with the seeds the issue asks for."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def gain(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
-    spec = importlib.util.spec_from_file_location("env_gain", ROOT / "benchmarks" / "learning" / "env_gain.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "env_gain", module)
-    spec.loader.exec_module(module)
+def gain(tmp_path, monkeypatch, load_benchmark):
+    module = load_benchmark("env_gain")
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(module, "RUNS", tmp_path / "no_runs")  # only what the result file stores
     return module

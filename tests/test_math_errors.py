@@ -1,8 +1,6 @@
 """benchmarks/learning/math_errors.py sorts a Math-v0 episode by its first mistake."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,12 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def errors(monkeypatch):
-    spec = importlib.util.spec_from_file_location("math_errors", ROOT / "benchmarks/learning/math_errors.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "math_errors", module)
-    spec.loader.exec_module(module)
-    return module
+def errors(load_benchmark):
+    return load_benchmark("math_errors")
 
 
 def episode(question, expr, result, answer, reward, parse_error=False):

@@ -1,8 +1,6 @@
 """`python benchmarks/learning/math_optim_study.py --report`: one row per variant, each variant's gain
 compared with the default's seed by seed, and variants without runs listed as such."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def study(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
-    spec = importlib.util.spec_from_file_location("math_optim_study", ROOT / "benchmarks/learning/math_optim_study.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "math_optim_study", module)
-    spec.loader.exec_module(module)
+def study(tmp_path, monkeypatch, load_benchmark):
+    module = load_benchmark("math_optim_study")
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     return module
 

@@ -118,14 +118,12 @@ def collect_alone(quick: bool, stored: dict | None) -> dict | None:
     log = path.with_suffix(".log")
     if not (is_complete(path, steps(quick)) and log.exists()):
         return stored
-    fields = dict(
-        line.split("=", 1) for line in log.read_text().splitlines() if line.startswith(("peak_rss_kb=", "elapsed_s="))
-    )
+    elapsed = [line for line in log.read_text().splitlines() if line.startswith("elapsed_s=")]
     summary = json.loads((path / "summary.json").read_text())
     return {
         "measured": time.strftime("%Y-%m-%d", time.gmtime(log.stat().st_mtime)),
-        "wall_s": float(fields["elapsed_s"]),
-        "peak_mib": int(fields["peak_rss_kb"]) / 1024,
+        "wall_s": float(elapsed[-1].split("=", 1)[1]),
+        "peak_mib": _peak_mb(log),
         "before": summary["before"]["success"],
         "after": summary["after"]["success"],
         "tasks": summary["before"].get("tasks"),

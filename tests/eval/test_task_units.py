@@ -2,10 +2,8 @@
 reports state distinct tasks next to episodes, and intervals resample distinct tasks."""
 
 import hashlib
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import gymnasium
@@ -248,15 +246,11 @@ def test_the_held_out_measure_of_training_counts_distinct_tasks(counter, tiny_to
 
 
 @pytest.fixture()
-def bench(tmp_path, monkeypatch):
+def bench(tmp_path, monkeypatch, load_benchmark):
     """benchmarks/learning's env_gain and counter_gain, writing into tmp_path."""
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "learning"))
     modules = {}
     for name in ("env_gain", "counter_gain"):
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "learning" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, name, module)
-        spec.loader.exec_module(module)
+        module = load_benchmark(name)
         monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
         modules[name] = module
     monkeypatch.setattr(modules["env_gain"], "RUNS", tmp_path / "no_runs")
