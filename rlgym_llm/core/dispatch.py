@@ -237,26 +237,33 @@ def clip_observation(messages: list[Message], limit: int) -> list[Message]:
     """`messages` with their text cut so that together they hold at most `limit` characters.
 
     Short messages are kept whole; the long ones share what is left equally, each keeping its beginning
-    and saying how much was cut. Messages that fit are returned unchanged (the same list).
+    and saying how much was cut (a shorter notice where a share cannot hold the full one, none where it
+    cannot hold that either). Messages that fit are returned unchanged (the same list).
     """
     sizes = [len(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages]
     if sum(sizes) <= limit:
         return messages
-    longest_notice = len(_CUT_NOTICE.format(cut=10**12, limit=limit))
-    keep = list(sizes)
+    notices = {}
     allowance = limit
     order = sorted(range(len(messages)), key=lambda i: sizes[i])
     for rank, i in enumerate(order):
         share = allowance // (len(order) - rank)
         if sizes[i] > share:
-            keep[i] = max(share - longest_notice, 0)
+            # the longest notice this message can get (the cut is at most its size), so that the kept text
+            # plus the notice never pass the share: a notice longer than the share is not worth sending
+            template = next((t for t in _CUT_NOTICES if len(t.format(cut=sizes[i], limit=limit)) <= share), "")
+            notices[i] = (share - len(template.format(cut=sizes[i], limit=limit)), template)
         allowance -= min(sizes[i], share)
     out = []
-    for message, size, n in zip(messages, sizes, keep, strict=True):
-        if n < size:
-            message = {**message, "content": message["content"][:n] + _CUT_NOTICE.format(cut=size - n, limit=limit)}
+    for i, message in enumerate(messages):
+        if i in notices:
+            n, template = notices[i]
+            cut = sizes[i] - n
+            message = {**message, "content": message["content"][:n] + template.format(cut=cut, limit=limit)}
         out.append(message)
     return out
 
 
 _CUT_NOTICE = "\n[... {cut} characters cut: an observation holds at most {limit} characters; ask for less at a time]"
+# longest first; clip_observation takes the first that fits a message's share
+_CUT_NOTICES = (_CUT_NOTICE, "\n[... {cut} cut]")
