@@ -66,3 +66,21 @@ def test_a_preset_setup_runs_its_experiment_and_the_report_gives_the_time_per_st
     assert "[docs/math_env.md]" in text
     # runs stored before the step times were kept still report, with a dash
     assert "| - |" in gain.write("search", _runs(2, [0.1, 0.2]), "cmd", steps=4).read_text()
+
+
+def test_the_task_unit_interval_comes_with_the_per_task_outcomes(gain):
+    from rlgym_llm.eval import run_task_bootstrap, task_outcome_cells
+
+    runs = _runs(3, [0.2, 0.25, 0.3])
+    text = gain.write("math", runs, "cmd", steps=4).read_text()
+    assert "No task-unit interval: some runs were stored before their per-task outcomes were kept." in text
+    tasks = [f"q{i}" for i in range(4)]
+    for r, wins in zip(runs, ([0, 1, 1, 1], [1, 1, 0, 1], [1, 1, 1, 1]), strict=True):
+        r["outcomes"] = [{t: [0] for t in tasks}, {t: [w] for t, w in zip(tasks, wins, strict=True)}]
+    text = gain.write("math", runs, "cmd", steps=4).read_text()
+    ci = run_task_bootstrap(task_outcome_cells([(after, before) for before, after in (r["outcomes"] for r in runs)]))
+    assert (
+        f"two-way bootstrap over 3 seeds and 4 tasks, which also covers the draw of the test tasks): {ci.point:+.3f}"
+        in text
+    )
+    assert f"[{ci.low:+.3f}, {ci.high:+.3f}]" in text

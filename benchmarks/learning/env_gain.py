@@ -159,6 +159,8 @@ def collect(env: str, seeds: list[int], steps: int | None = None) -> list[dict]:
             "cpu_s": float(cpu.read_text()) if cpu.exists() else None,
             # held-out episodes that failed (e.g. past their timeout on a loaded machine): success leaves them out
             "heldout_failed": [summary["before"].get("failed", 0), summary["after"].get("failed", 0)],
+            # per test task, 1/0 per episode, before and after: the task-unit interval's input
+            "outcomes": [summary["before"].get("outcomes"), summary["after"].get("outcomes")],
             **heldout_size(summary),
         }
     return [kept[s] for s in sorted(kept)]
@@ -173,6 +175,7 @@ def per_step(run: dict) -> str:
 
 def write(env: str, runs: list[dict], command: str, steps: int | None = None) -> Path:
     from rlgym_llm.config import load_config
+    from rlgym_llm.eval import run_task_bootstrap, task_outcome_cells
     from rlgym_llm.eval.metrics import paired_seed_comparison, seed_mean_interval
 
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -238,6 +241,18 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
             f"Held-out success: before RL {b}, after RL {a} (mean over seeds, bootstrap 95% CI).",
             "",
         ]
+        paired = [r.get("outcomes") or [None, None] for r in runs]
+        if all(all(o) for o in paired):
+            cells = task_outcome_cells([(after_o, before_o) for before_o, after_o in paired])
+            ci = run_task_bootstrap(cells)
+            lines += [
+                f"With the test task as the unit (two-way bootstrap over {cells.shape[0]} seeds and {cells.shape[1]}"
+                f" tasks, which also covers the draw of the test tasks): {ci.point:+.3f}, 95% CI"
+                f" [{ci.low:+.3f}, {ci.high:+.3f}].",
+                "",
+            ]
+        else:
+            lines += ["No task-unit interval: some runs were stored before their per-task outcomes were kept.", ""]
     else:
         lines += [
             f"Only {len(runs)} finished seed(s) of {VERDICT_SEEDS.get(env, SEEDS_FOR_VERDICT)}: no interval yet, no verdict.",
