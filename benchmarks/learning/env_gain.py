@@ -213,6 +213,16 @@ def write(env: str, runs: list[dict], command: str, steps: int | None = None) ->
         + ". Held-out success is on the same tasks and sampling seeds"
         " before and after RL; the seed is the unit (`rlgym_llm.eval.paired_seed_comparison`).",
         "",
+        "Split: held-out = the env's **test** pool (content no warm-up or RL step ever sees); RL trains on the"
+        " train pool. Start: "
+        + (
+            f"the warm-up on {sft['episodes']} demonstrations of the env's oracle from the train pool"
+            f" (successful only; demo success {sft.get('demo_success', 1.0):.2f}), {sft['steps']} steps"
+            if "episodes" in sft
+            else "the warm-up on the env's oracle from the train pool"
+        )
+        + ": nothing in it is built to fail.",
+        "",
         f"Held-out measure: {heldout_scope(runs)} (one sampled episode per held-out seed; seeds that drew the"
         " same task are one task)."
         if runs
