@@ -5,7 +5,7 @@ TEST_WORKERS ?= 2
 EXTRAS ?= train,docker,ray,search,gui,dense,eval,smollm2,tb,wandb,data,serve,trl,dev
 TORCH := 2.13.0
 
-.PHONY: test-tier install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning clean
+.PHONY: test-tier install wheel services sandbox-image vllm-env swe-build swebench-venv test test-fast lint format demo bench bench-peers bench-learning bench-credit clean
 
 # Each step says what it installs, and pip prints what it collects, downloads and installs
 # (3-6 min the first time): no --quiet, so a silent terminal is never mistaken for a hang.
@@ -75,6 +75,9 @@ bench-peers:  ## env step cost vs GEM / SkyRL-gym, GRPO update vs TRL (installs 
 
 bench-learning:  ## GRPO vs turn-level credit methods on Counter/Search/Code/GUI with the tiny model (~2 h on 2 cores, resumable)
 	$(PY) benchmarks/learning/run.py
+
+bench-credit:  ## the credit-assignment diagnostic suite: every method vs GRPO on 7 properties, 20 seeds (~20-30 min on 2 cores, resumable)
+	$(PY) benchmarks/credit/suite.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

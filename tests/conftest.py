@@ -16,16 +16,18 @@ except ImportError:  # the dev extra is not installed
 
 @pytest.fixture()
 def load_benchmark(monkeypatch):
-    """Import `benchmarks/learning/<script>.py` for one test: its folder on sys.path (the scripts import
-    each other), the module in sys.modules under `name` (dataclasses look their module up there)."""
+    """Import `benchmarks/<folder>/<script>.py` for one test (folder `learning` unless named): its folder on
+    sys.path (the scripts import each other), the module in sys.modules under `name` (dataclasses look their
+    module up there)."""
     import importlib.util
     import sys
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "learning"
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
 
-    def load(script: str, name: str | None = None):
-        monkeypatch.syspath_prepend(str(folder))
-        spec = importlib.util.spec_from_file_location(name or script, folder / f"{script}.py")
+    def load(script: str, name: str | None = None, folder: str = "learning"):
+        where = benchmarks / folder
+        monkeypatch.syspath_prepend(str(where))
+        spec = importlib.util.spec_from_file_location(name or script, where / f"{script}.py")
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, name or script, module)
         spec.loader.exec_module(module)
